@@ -1,0 +1,46 @@
+# spark_quarantine: every target sets itself up on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SOURCES := setup.cfg pyproject.toml
+
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test lint format docs bench bench-quick clean
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): $(SOURCES)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse.
+	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse --rules rules
+
+test: $(STAMP) ## Run the whole test suite on real Spark + Delta.
+	$(PY) -m pytest
+
+lint: $(STAMP) ## ruff (lint and format check) and mypy on the package.
+	$(VENV)/bin/ruff check spark_quarantine tests benchmarks
+	$(VENV)/bin/ruff format --check spark_quarantine tests benchmarks
+	$(VENV)/bin/mypy spark_quarantine
+
+format: $(STAMP) ## Apply ruff's formatting and safe fixes.
+	$(VENV)/bin/ruff format spark_quarantine tests benchmarks
+	$(VENV)/bin/ruff check --fix spark_quarantine tests benchmarks
+
+docs: $(STAMP) ## Build the Sphinx docs, warnings as errors.
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
+bench: $(STAMP) ## Full benchmark: ratios against hand-written Spark, results in benchmarks/results/.
+	$(PY) -m benchmarks.run --scenarios all
+
+bench-quick: $(STAMP) ## 1M-row smoke benchmark (a few minutes).
+	$(PY) -m benchmarks.run --quick
+
+clean: ## Remove the venv, build output and the demo warehouse.
+	rm -rf $(VENV) .demo-warehouse docs/_build build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,66 @@
+"""The library's structlog logger: stdlib-backed, redacting, never printing.
+
+Events go to the standard-library logger ``spark_quarantine`` (which has only a
+``NullHandler`` of its own), so nothing reaches stdout unless the application configures
+logging, and importing the library changes neither the root logger nor structlog's global
+configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import MutableMapping
+from typing import Any
+
+import structlog
+
+from spark_quarantine.tokens import known_secrets
+
+__all__ = ["LOGGER_NAME", "get_logger", "redact", "redact_secrets"]
+
+LOGGER_NAME = "spark_quarantine"
+REDACTED = "***"
+
+logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
+
+
+def redact(text: str) -> str:
+    """``text`` with every known secret value replaced by ``***``."""
+    for secret in known_secrets():
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact_value(v) for v in value)
+    return value
+
+
+def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """structlog processor: replace every resolved secret (URL, token, key, password) with ``***``."""
+    if not known_secrets():
+        return event_dict
+    for key, value in list(event_dict.items()):
+        event_dict[key] = _redact_value(value)
+    return event_dict
+
+
+def get_logger(**initial: Any) -> Any:
+    """A bound structlog logger writing to the ``spark_quarantine`` stdlib logger."""
+    return structlog.wrap_logger(
+        logging.getLogger(LOGGER_NAME),
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.stdlib.add_log_level,
+            redact_secrets,
+            structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    ).bind(**initial)

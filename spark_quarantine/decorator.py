@@ -1,0 +1,133 @@
+"""``@with_quarantine``: check every row a function returns, route failures, record the run."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar, cast
+
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_quarantine.config import Settings, parse_user_conf
+from spark_quarantine.errors import ConfigError
+from spark_quarantine.evaluate import Flagged
+from spark_quarantine.loading import RuleSource, load_rules
+from spark_quarantine.result import RunResult
+from spark_quarantine.runner import Writer, run_checks
+from spark_quarantine.sinks.delta import append, check_appendable
+from spark_quarantine.sinks.error_table import error_table_schema
+
+__all__ = ["QuarantinedFunction", "with_quarantine"]
+
+F_ = TypeVar("F_", bound=Callable[..., DataFrame])
+
+
+class QuarantinedFunction(Protocol):
+    """A decorated function: call it as before; ``last_run`` holds the latest :class:`RunResult`."""
+
+    last_run: RunResult | None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> DataFrame: ...
+
+
+def with_quarantine(
+    *,
+    rules: RuleSource,
+    target_table: str | None = None,
+    write_to_table: bool = False,
+    error_table: str | None = None,
+    product_id: str | None = None,
+    stats_table: str | None = None,
+    user_conf: Mapping[str, Any] | None = None,
+    spark: SparkSession | None = None,
+) -> Callable[[Callable[..., DataFrame]], QuarantinedFunction]:
+    """Decorate a function returning a DataFrame so every row is checked against ``rules``.
+
+    Rules are loaded and checked when the decorator is applied (bad rule files fail at
+    import, not mid-pipeline) and checked against the DataFrame's schema on each call,
+    before any Spark job runs. On each call:
+
+    * ``drop`` failures leave the result and go to the error table; ``ignore`` failures
+      stay in the result and go to the error table; any ``fail`` failure writes the
+      error table and the stats row, skips the target and raises
+      :class:`~spark_quarantine.QuarantineFailure`;
+    * the validated DataFrame is returned (and appended to ``target_table`` as Delta when
+      ``write_to_table=True``);
+    * the run's figures are left on the function as ``.last_run``.
+
+    The error table is ``target_table + "_error"`` unless ``error_table`` names another.
+
+    Example::
+
+        @with_quarantine(rules="rules/orders.yaml", target_table="sales.orders",
+                         write_to_table=True, stats_table="sales.dq_stats")
+        def orders():
+            return spark.read.table("raw.orders")
+    """
+    settings: Settings = parse_user_conf(user_conf)
+    rule_set = load_rules(rules, params=settings.rules_params)
+    if write_to_table and not target_table:
+        raise ConfigError("write_to_table=True needs target_table", code="SQ-C006", key="target_table")
+    errors_to = error_table or (f"{target_table}_error" if target_table else None)
+    if settings.error_table_enabled and errors_to is None:
+        raise ConfigError(
+            "the error table needs a name: give target_table (the error table is then "
+            "target_table + '_error') or error_table, or set "
+            "user_conf['spark.quarantine.error_table.enabled'] = False",
+            code="SQ-C006",
+            key="error_table",
+        )
+    if not settings.error_table_enabled:
+        errors_to = None
+
+    def decorate(func: Callable[..., DataFrame]) -> QuarantinedFunction:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> DataFrame:
+            df = func(*args, **kwargs)
+            write_target: Writer | None = None
+            write_errors: Writer | None = None
+            if write_to_table and target_table:
+                table = target_table
+
+                def write_target(frame: DataFrame) -> None:
+                    append(frame, table, role="target table")
+
+            if errors_to is not None:
+                errors_table = errors_to
+
+                def write_errors(frame: DataFrame) -> None:
+                    append(frame, errors_table, role="error table")
+
+            def precheck(flagged: Flagged, session: SparkSession) -> None:
+                if errors_to is not None:
+                    check_appendable(session, errors_to, error_table_schema(df.schema), role="error table")
+                if write_to_table and target_table:
+                    check_appendable(session, target_table, df.schema, role="target table")
+
+            try:
+                outcome = run_checks(
+                    df,
+                    rule_set,
+                    settings=settings,
+                    spark=spark,
+                    product_id=product_id,
+                    target_table=target_table,
+                    error_table=errors_to,
+                    stats_table=stats_table,
+                    write_target=write_target,
+                    write_errors=write_errors,
+                    precheck=precheck,
+                )
+            except Exception as exc:
+                failed = getattr(exc, "result", None)
+                if isinstance(failed, RunResult):
+                    cast(QuarantinedFunction, wrapper).last_run = failed
+                raise
+            cast(QuarantinedFunction, wrapper).last_run = outcome.result
+            return outcome.kept
+
+        quarantined = cast(QuarantinedFunction, wrapper)
+        quarantined.last_run = None
+        return quarantined
+
+    return decorate

@@ -1,0 +1,194 @@
+"""Exception types of spark_quarantine, one per concern, each with a stable ``SQ-`` code.
+
+Every exception subclasses :class:`SparkQuarantineError` and the builtin that fits
+(:class:`ValueError` for bad input, :class:`RuntimeError` for a run that could not
+complete), so callers may catch either. ``exc.code`` is stable across releases;
+the message may be reworded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spark_quarantine.result import RunResult
+
+__all__ = [
+    "CODES",
+    "ConfigError",
+    "DLQError",
+    "InvalidParameterError",
+    "Problem",
+    "QuarantineFailure",
+    "RuleValidationError",
+    "SchemaConflictError",
+    "SparkQuarantineError",
+    "TableWriteError",
+]
+
+#: Every code the library raises or reports, with a one-line meaning.
+CODES: dict[str, str] = {
+    # Rule files and rule definitions (static checks, no Spark needed).
+    "SQ-R001": "rule source not found or not readable",
+    "SQ-R002": "rule file is not valid YAML",
+    "SQ-R003": "rule file is not a mapping with a 'rules:' list",
+    "SQ-R004": "a rule entry is not a mapping",
+    "SQ-R005": "unknown key in a rule",
+    "SQ-R006": "required key missing from a rule",
+    "SQ-R007": "a rule field has the wrong type",
+    "SQ-R008": "action_if_failed is not one of drop, ignore, fail",
+    "SQ-R009": "priority is not one of low, medium, high",
+    "SQ-R010": "two rules share a name",
+    "SQ-R011": "expectation is empty",
+    "SQ-R012": "error_drop_threshold is outside 0..100",
+    "SQ-R013": "a ${name} placeholder has no value in spark.quarantine.rules.params",
+    "SQ-R014": "the rule set is empty",
+    "SQ-R015": "rule source is of a type load_rules does not accept",
+    # Rules checked against the DataFrame (analysis only, no Spark job).
+    "SQ-R020": "expectation does not parse as Spark SQL",
+    "SQ-R021": "expectation names a column the DataFrame lacks",
+    "SQ-R022": "expectation is not a boolean expression",
+    "SQ-R023": "expectation contains an aggregate or window function",
+    "SQ-R024": "expectation contains a subquery",
+    "SQ-R025": "expectation is non-deterministic (warning)",
+    "SQ-R026": "expectation could not be analysed",
+    # user_conf and decorator arguments.
+    "SQ-C001": "unknown spark.quarantine.* key in user_conf",
+    "SQ-C002": "a user_conf value has the wrong type",
+    "SQ-C003": "a user_conf value is out of range or not allowed",
+    "SQ-C004": "a required setting is missing",
+    "SQ-C005": "a ${env:...} or ${secret:...} token could not be resolved",
+    "SQ-C006": "a decorator argument is missing or inconsistent",
+    # DataFrames and tables.
+    "SQ-S001": "an input column collides with a column the library adds",
+    "SQ-S002": "the decorated function did not return a DataFrame",
+    "SQ-S003": "an existing table's schema does not accept the rows",
+    # Runs.
+    "SQ-F001": "a rule with action_if_failed: fail had failing rows",
+    "SQ-W001": "a table write failed",
+    # End-to-end API.
+    "SQ-P001": "invalid parameter to an end-to-end call",
+    # Dead-letter queue.
+    "SQ-D001": "DLQ table missing, or missing a column, type or property",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a rule or a setting: what, where, and its stable code."""
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    rule: str | None = None
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file + (f":{self.line}" if self.line is not None else "")
+        parts = [self.code]
+        if where:
+            parts.append(where)
+        if self.rule is not None:
+            parts.append(f"rule '{self.rule}'")
+        return f"{' '.join(parts)}: {self.message}"
+
+
+class SparkQuarantineError(Exception):
+    """Base of every spark_quarantine exception; ``code`` is the stable ``SQ-`` code."""
+
+    code: str = "SQ-000"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(f"[{self.code}] {message}")
+        self.message = message
+
+
+class RuleValidationError(SparkQuarantineError, ValueError):
+    """Rules are invalid; ``problems`` lists every problem found, each with its code and place."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(
+            f"{count} rule {noun} found:\n{lines}",
+            code=self.problems[0].code if self.problems else "SQ-R000",
+        )
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """The codes of all problems, in order."""
+        return tuple(p.code for p in self.problems)
+
+
+class ConfigError(SparkQuarantineError, ValueError):
+    """A ``user_conf`` value or a decorator argument is missing, unknown or of the wrong type."""
+
+    code = "SQ-C001"
+
+    def __init__(self, message: str, *, code: str = "SQ-C001", key: str | None = None) -> None:
+        self.key = key
+        super().__init__(message, code=code)
+
+
+class InvalidParameterError(SparkQuarantineError, ValueError):
+    """An end-to-end call was given parameters that cannot work together."""
+
+    code = "SQ-P001"
+
+
+class SchemaConflictError(SparkQuarantineError, ValueError):
+    """A DataFrame's schema conflicts with the columns the library adds or with an existing table."""
+
+    code = "SQ-S001"
+
+
+class TableWriteError(SparkQuarantineError, RuntimeError):
+    """Writing a Delta table failed; the message names the table and Spark's reason."""
+
+    code = "SQ-W001"
+
+    def __init__(self, message: str, *, table: str, code: str = "SQ-W001") -> None:
+        self.table = table
+        super().__init__(message, code=code)
+
+
+class DLQError(SparkQuarantineError, RuntimeError):
+    """A dead-letter-queue table is missing, or lacks a column, a type or a property."""
+
+    code = "SQ-D001"
+
+
+class QuarantineFailure(SparkQuarantineError, RuntimeError):
+    """Rows failed a rule whose action is ``fail``: the target was not written.
+
+    ``result`` is the run's :class:`~spark_quarantine.RunResult` (status ``failed``) and
+    ``failed_rules`` maps each failing ``fail`` rule to its failed-row count.
+    """
+
+    code = "SQ-F001"
+
+    def __init__(self, result: RunResult, failed_rules: dict[str, int]) -> None:
+        self.result = result
+        self.failed_rules = dict(failed_rules)
+        rules = ", ".join(f"'{name}' ({count} rows)" for name, count in failed_rules.items())
+        where = (
+            f"the failing rows are in error table '{result.error_table}'"
+            if result.error_table
+            else "the error table is disabled, so the failing rows were not recorded"
+        )
+        super().__init__(
+            f"run {result.run_id} failed: rule(s) with action_if_failed=fail had failing rows: "
+            f"{rules}; the target was not written; {where}."
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.result, self.failed_rules))

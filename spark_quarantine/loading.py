@@ -1,0 +1,98 @@
+"""``load_rules()``: one entry point for every place rules come from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+from spark_quarantine import user_config as uc
+from spark_quarantine.config import parse_user_conf
+from spark_quarantine.errors import Problem, RuleValidationError
+from spark_quarantine.rules import Rule, duplicate_name_problems, parse_rule_dicts, read_rule_file
+
+__all__ = ["RuleSource", "load_rules"]
+
+#: What :func:`load_rules` accepts.
+RuleSource = Union[str, "os.PathLike[str]", Sequence[Union[Mapping[str, Any], Rule]], Mapping[str, Any]]
+
+_YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def load_rules(
+    source: RuleSource,
+    *,
+    params: Mapping[str, Any] | None = None,
+    user_conf: Mapping[str, Any] | None = None,
+) -> tuple[Rule, ...]:
+    """Load and check rules; return them as a tuple of frozen :class:`Rule` objects.
+
+    ``source`` is a YAML file path, a folder of YAML files (read in name order), a list of
+    dicts, a list of :class:`Rule` objects (or a mix), or a mapping with a ``rules:`` list.
+    ``${name}`` placeholders are filled from ``params`` or from
+    ``user_conf["spark.quarantine.rules.params"]``.
+
+    Every problem of every file is reported at once in one :class:`RuleValidationError`.
+
+    Example::
+
+        rules = load_rules("rules/orders.yaml", params={"max_amount": 10_000})
+    """
+    if params is None:
+        params = parse_user_conf(user_conf).rules_params if user_conf else {}
+    elif user_conf and uc.RULES_PARAMS in user_conf:
+        params = {**parse_user_conf(user_conf).rules_params, **params}
+    rules: list[Rule] = []
+    problems: list[Problem] = []
+    label = "rules"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        label = str(path)
+        files = _rule_files(path, problems)
+        for file in files:
+            entries, file_problems = read_rule_file(file)
+            problems.extend(file_problems)
+            parsed, entry_problems = parse_rule_dicts(entries, file=str(file), params=params)
+            rules.extend(parsed)
+            problems.extend(entry_problems)
+    elif isinstance(source, Mapping):
+        entries = source.get("rules")
+        if not isinstance(entries, list):
+            problems.append(
+                Problem("SQ-R003", "expected a mapping with a 'rules:' list of rule dicts")
+            )
+        else:
+            parsed, entry_problems = parse_rule_dicts(entries, params=params)
+            rules.extend(parsed)
+            problems.extend(entry_problems)
+    elif isinstance(source, Sequence) and not isinstance(source, (bytes, bytearray)):
+        parsed, entry_problems = parse_rule_dicts(list(source), params=params)
+        rules.extend(parsed)
+        problems.extend(entry_problems)
+    else:
+        problems.append(
+            Problem(
+                "SQ-R015",
+                "rules must be a YAML file path, a folder of YAML files, a list of dicts or "
+                f"of Rule objects, found {type(source).__name__}",
+            )
+        )
+    problems.extend(duplicate_name_problems(rules))
+    if not problems and not rules:
+        problems.append(Problem("SQ-R014", f"no rules found in {label}; a rule set needs at least one rule"))
+    if problems:
+        raise RuleValidationError(problems)
+    return tuple(rules)
+
+
+def _rule_files(path: Path, problems: list[Problem]) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in _YAML_SUFFIXES and p.is_file())
+        if not files:
+            problems.append(Problem("SQ-R001", "folder holds no .yaml or .yml rule files", file=str(path)))
+        return files
+    if not path.exists():
+        problems.append(Problem("SQ-R001", "rule file or folder does not exist", file=str(path)))
+        return []
+    return [path]

@@ -1,0 +1,391 @@
+"""The rule model: typed, frozen :class:`Rule` objects, built from plain dicts or YAML.
+
+This module imports no Spark. It checks everything that can be checked without a
+DataFrame (keys, types, actions, priorities, names, thresholds, placeholders) and reports
+every problem at once with its code, file, line and rule name. Checks against a
+DataFrame's schema live in :mod:`spark_quarantine.evaluate`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spark_quarantine.errors import Problem, RuleValidationError
+from spark_quarantine.tokens import TokenError, resolve_tokens
+
+__all__ = ["Action", "Priority", "Rule", "RuleSet", "parse_rule_dicts", "read_rule_file"]
+
+
+class Action(str, enum.Enum):
+    """What happens to a row that fails a rule."""
+
+    DROP = "drop"
+    IGNORE = "ignore"
+    FAIL = "fail"
+
+
+class Priority(str, enum.Enum):
+    """How much a rule matters; orders alerts and filters them by minimum priority."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return {"low": 0, "medium": 1, "high": 2}[self.value]
+
+
+#: Words other tools use for the action, accepted as ``criticality:`` in place of ``action_if_failed``.
+CRITICALITY_ACTIONS = {"error": Action.DROP, "warn": Action.IGNORE}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row rule: a Spark SQL boolean expression and what to do with rows that fail it.
+
+    A row passes only when ``expectation`` evaluates to TRUE: FALSE *and NULL* fail.
+    """
+
+    name: str
+    expectation: str
+    action_if_failed: Action
+    tag: str = ""
+    description: str = ""
+    priority: Priority = Priority.MEDIUM
+    enabled: bool = True
+    enable_error_drop_alert: bool = False
+    error_drop_threshold: float = 100.0
+    source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # Coerce plain strings so Rule(name=..., action_if_failed="drop") works from Python.
+        object.__setattr__(self, "action_if_failed", Action(self.action_if_failed))
+        object.__setattr__(self, "priority", Priority(self.priority))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, params: Mapping[str, Any] | None = None) -> Rule:
+        """Build one rule from a dict, raising :class:`RuleValidationError` on any problem."""
+        rules, problems = _parse_entries([data], file=None, params=params or {})
+        if problems:
+            raise RuleValidationError(problems)
+        return rules[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as a plain dict in rule-file form."""
+        return {
+            "name": self.name,
+            "expectation": self.expectation,
+            "action_if_failed": self.action_if_failed.value,
+            "tag": self.tag,
+            "description": self.description,
+            "priority": self.priority.value,
+            "enabled": self.enabled,
+            "enable_error_drop_alert": self.enable_error_drop_alert,
+            "error_drop_threshold": self.error_drop_threshold,
+        }
+
+    @property
+    def where(self) -> str | None:
+        """``file:line`` of the rule's definition, when it came from a file."""
+        if self.source is None:
+            return None
+        return self.source + (f":{self.line}" if self.line is not None else "")
+
+
+RuleSet = tuple[Rule, ...]
+
+_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "name": (str, "a string"),
+    "expectation": (str, "a string"),
+    "action_if_failed": (str, "one of drop, ignore, fail"),
+    "criticality": (str, "one of error, warn"),
+    "tag": (str, "a string"),
+    "description": (str, "a string"),
+    "priority": (str, "one of low, medium, high"),
+    "enabled": (bool, "true or false"),
+    "enable_error_drop_alert": (bool, "true or false"),
+    "error_drop_threshold": ((int, float), "a number from 0 to 100"),
+}
+_REQUIRED = ("name", "expectation")
+
+
+class _LineDict(dict[str, Any]):
+    """A mapping from YAML that remembers the line of itself and of each key."""
+
+    line: int | None = None
+    key_lines: dict[str, int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, recording 1-based line numbers on every mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
+        mapping = _LineDict(super().construct_mapping(node, deep=deep))
+        mapping.line = node.start_mark.line + 1
+        mapping.key_lines = {
+            str(key_node.value): key_node.start_mark.line + 1 for key_node, _ in node.value
+        }
+        return mapping
+
+
+_LineLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _LineLoader.construct_mapping,  # type: ignore[arg-type]
+)
+
+
+def _line_of(entry: Any, key: str | None = None) -> int | None:
+    if isinstance(entry, _LineDict):
+        if key is not None and key in entry.key_lines:
+            return entry.key_lines[key]
+        return entry.line
+    return None
+
+
+def read_rule_file(path: Path) -> tuple[list[Any], list[Problem]]:
+    """Read one YAML rule file safely; return its raw entries and any structural problems."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return [], [Problem("SQ-R001", f"cannot read rule file: {exc.strerror or exc}", file=file)]
+    try:
+        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = getattr(exc, "problem", None) or str(exc)
+        return [], [Problem("SQ-R002", f"not valid YAML: {reason}", file=file, line=line)]
+    if not isinstance(doc, dict) or "rules" not in doc:
+        found = "an empty file" if doc is None else f"a {type(doc).__name__}"
+        if isinstance(doc, dict):
+            found = f"a mapping with keys {sorted(map(str, doc))}"
+        return [], [
+            Problem(
+                "SQ-R003",
+                f"expected a mapping with a top-level 'rules:' list, found {found}",
+                file=file,
+                line=_line_of(doc) or 1,
+            )
+        ]
+    problems: list[Problem] = []
+    extra = sorted(str(k) for k in doc if k != "rules")
+    for key in extra:
+        problems.append(
+            Problem(
+                "SQ-R003",
+                f"unknown top-level key '{key}'; expected only 'rules'",
+                file=file,
+                line=_line_of(doc, key),
+            )
+        )
+    entries = doc["rules"]
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        problems.append(
+            Problem(
+                "SQ-R003",
+                f"'rules:' must be a list of rules, found a {type(entries).__name__}",
+                file=file,
+                line=_line_of(doc, "rules"),
+            )
+        )
+        return [], problems
+    return entries, problems
+
+
+def parse_rule_dicts(
+    entries: Sequence[Any],
+    *,
+    file: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[list[Rule], list[Problem]]:
+    """Turn raw rule entries (dicts) into rules, collecting every problem instead of stopping."""
+    return _parse_entries(entries, file=file, params=params or {})
+
+
+def _parse_entries(
+    entries: Iterable[Any], *, file: str | None, params: Mapping[str, Any]
+) -> tuple[list[Rule], list[Problem]]:
+    rules: list[Rule] = []
+    problems: list[Problem] = []
+    for index, entry in enumerate(entries):
+        rule, entry_problems = _parse_entry(entry, index=index, file=file, params=params)
+        problems.extend(entry_problems)
+        if rule is not None:
+            rules.append(rule)
+    return rules, problems
+
+
+def _parse_entry(
+    entry: Any, *, index: int, file: str | None, params: Mapping[str, Any]
+) -> tuple[Rule | None, list[Problem]]:
+    if isinstance(entry, Rule):
+        return entry, []
+    if not isinstance(entry, Mapping):
+        return None, [
+            Problem(
+                "SQ-R004",
+                f"rule #{index + 1} must be a mapping of rule fields, found a {type(entry).__name__}",
+                file=file,
+                line=_line_of(entry),
+            )
+        ]
+    raw_name = entry.get("name")
+    name = raw_name if isinstance(raw_name, str) and raw_name.strip() else f"#{index + 1}"
+    problems: list[Problem] = []
+
+    def problem(code: str, message: str, key: str | None = None) -> None:
+        problems.append(Problem(code, message, file=file, line=_line_of(entry, key), rule=name))
+
+    for key in entry:
+        if key not in _FIELDS:
+            problem(
+                "SQ-R005",
+                f"unknown key '{key}'; expected one of {', '.join(sorted(_FIELDS))}",
+                str(key),
+            )
+    for key in _REQUIRED:
+        if key not in entry or entry[key] is None:
+            problem("SQ-R006", f"required key '{key}' is missing")
+    if "action_if_failed" not in entry and "criticality" not in entry:
+        problem("SQ-R006", "required key 'action_if_failed' is missing (drop, ignore or fail)")
+    if "action_if_failed" in entry and "criticality" in entry:
+        problem("SQ-R005", "give either 'action_if_failed' or 'criticality', not both", "criticality")
+
+    values: dict[str, Any] = {}
+    for key, (types, expected) in _FIELDS.items():
+        if key not in entry or entry[key] is None:
+            continue
+        value = entry[key]
+        wrong_bool = isinstance(value, bool) and bool not in _as_tuple(types)
+        if wrong_bool or not isinstance(value, types):
+            problem(
+                "SQ-R007",
+                f"'{key}' must be {expected}, found {type(value).__name__} {value!r}",
+                key,
+            )
+            continue
+        values[key] = value
+
+    for key in ("name", "expectation", "tag", "description"):
+        if isinstance(values.get(key), str):
+            try:
+                values[key] = resolve_tokens(values[key], params=params, allow_secrets=False)
+            except TokenError as exc:
+                problem("SQ-R013", str(exc), key)
+                values.pop(key)
+
+    if "name" in values and not values["name"].strip():
+        problem("SQ-R006", "'name' must not be empty", "name")
+        values.pop("name")
+    if "expectation" in values:
+        if not _strip_sql_comments(values["expectation"]).strip():
+            problem("SQ-R011", "'expectation' is empty", "expectation")
+            values.pop("expectation")
+
+    action: Action | None = None
+    if "action_if_failed" in values:
+        text = values["action_if_failed"].strip().lower()
+        try:
+            action = Action(text)
+        except ValueError:
+            problem(
+                "SQ-R008",
+                f"'action_if_failed' must be one of drop, ignore, fail, found {values['action_if_failed']!r}",
+                "action_if_failed",
+            )
+    elif "criticality" in values:
+        text = values["criticality"].strip().lower()
+        if text in CRITICALITY_ACTIONS:
+            action = CRITICALITY_ACTIONS[text]
+        else:
+            problem(
+                "SQ-R008",
+                f"'criticality' must be error or warn, found {values['criticality']!r}",
+                "criticality",
+            )
+
+    priority = Priority.MEDIUM
+    if "priority" in values:
+        try:
+            priority = Priority(values["priority"].strip().lower())
+        except ValueError:
+            problem(
+                "SQ-R009",
+                f"'priority' must be one of low, medium, high, found {values['priority']!r}",
+                "priority",
+            )
+
+    threshold = 100.0
+    if "error_drop_threshold" in values:
+        threshold = float(values["error_drop_threshold"])
+        if not 0 <= threshold <= 100:
+            problem(
+                "SQ-R012",
+                f"'error_drop_threshold' must be a percentage from 0 to 100, found {values['error_drop_threshold']!r}",
+                "error_drop_threshold",
+            )
+
+    if problems or action is None or "name" not in values or "expectation" not in values:
+        return None, problems
+    return (
+        Rule(
+            name=values["name"].strip(),
+            expectation=values["expectation"].strip(),
+            action_if_failed=action,
+            tag=values.get("tag", ""),
+            description=values.get("description", ""),
+            priority=priority,
+            enabled=values.get("enabled", True),
+            enable_error_drop_alert=values.get("enable_error_drop_alert", False),
+            error_drop_threshold=threshold,
+            source=file,
+            line=_line_of(entry),
+        ),
+        [],
+    )
+
+
+def duplicate_name_problems(rules: Sequence[Rule]) -> list[Problem]:
+    """One problem for each rule whose name was already used earlier in the set."""
+    seen: dict[str, Rule] = {}
+    problems: list[Problem] = []
+    for rule in rules:
+        first = seen.get(rule.name)
+        if first is None:
+            seen[rule.name] = rule
+            continue
+        earlier = f" (first defined at {first.where})" if first.where else ""
+        problems.append(
+            Problem(
+                "SQ-R010",
+                f"duplicate rule name '{rule.name}'{earlier}; names must be unique in a rule set",
+                file=rule.source,
+                line=rule.line,
+                rule=rule.name,
+            )
+        )
+    return problems
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def _strip_sql_comments(text: str) -> str:
+    """Remove ``-- comment`` tails (outside quotes is not tracked; used only for emptiness)."""
+    return _COMMENT.sub("", text)

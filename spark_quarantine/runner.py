@@ -1,0 +1,206 @@
+"""One quarantine run: check, flag once, write, count through ``observe``, record.
+
+The decorator and the end-to-end API both call :func:`run_checks`; they differ only in the
+writers they pass. The order of writes is chosen so that every count comes from the first
+write's ``observe`` (no counting job) and a ``fail`` rule is known before the target is
+touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+
+from spark_quarantine._logging import get_logger
+from spark_quarantine.config import Settings
+from spark_quarantine.errors import Problem, QuarantineFailure, SchemaConflictError
+from spark_quarantine.evaluate import (
+    FLAG_PREFIX,
+    Flagged,
+    check_rules_against,
+    counts_from_metrics,
+    flag_rows,
+    observed_counts,
+)
+from spark_quarantine.result import RunResult
+from spark_quarantine.reuse import is_stable_scan
+from spark_quarantine.rules import Action, Rule
+from spark_quarantine.sinks.error_table import META_COLUMNS, error_rows
+from spark_quarantine.sinks.stats import write_stats
+
+__all__ = ["RunOutcome", "Writer", "new_run_id", "run_checks"]
+
+#: Writes one DataFrame somewhere (a table, a path, a DLQ MERGE).
+Writer = Callable[[DataFrame], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """The run's figures and the validated DataFrame (drop failures removed, input columns only)."""
+
+    result: RunResult
+    kept: DataFrame
+    flagged: Flagged
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def check_input_columns(df: DataFrame) -> None:
+    """Reject inputs whose columns collide with the columns the library adds."""
+    clashes = [c for c in df.columns if c in META_COLUMNS or c.startswith(FLAG_PREFIX)]
+    if clashes:
+        raise SchemaConflictError(
+            f"input column(s) {', '.join(repr(c) for c in clashes)} collide with columns spark_quarantine "
+            f"adds ({', '.join(META_COLUMNS)} and the {FLAG_PREFIX}* working columns); rename them "
+            "before checking, for example df.withColumnRenamed('meta_dq_run_id', 'src_meta_dq_run_id')",
+            code="SQ-S001",
+        )
+
+
+def should_cache(df: DataFrame, settings: Settings) -> bool:
+    """Cache when asked to, or when the input may cost or change if computed twice."""
+    if settings.input_cache == "cache":
+        return True
+    if settings.input_cache == "reread":
+        return False
+    return not is_stable_scan(df)
+
+
+def run_checks(
+    df: Any,
+    rules: Sequence[Rule],
+    *,
+    settings: Settings,
+    spark: SparkSession | None = None,
+    product_id: str | None = None,
+    target_table: str | None = None,
+    error_table: str | None = None,
+    stats_table: str | None = None,
+    write_target: Writer | None = None,
+    write_errors: Writer | None = None,
+    precheck: Callable[[Flagged, SparkSession], None] | None = None,
+    coerce_to_drop: bool = False,
+    extra_warnings: Sequence[Problem] = (),
+    run_id: str | None = None,
+) -> RunOutcome:
+    """Run ``rules`` over ``df`` and write through the given writers; see the module docstring."""
+    if not isinstance(df, DataFrame):
+        raise SchemaConflictError(
+            f"the decorated function must return a pyspark.sql.DataFrame, it returned {type(df).__name__}",
+            code="SQ-S002",
+        )
+    run_id = run_id or new_run_id()
+    started = _now()
+    session = spark or df.sparkSession
+    log = get_logger(run_id=run_id, product_id=product_id, target_table=target_table)
+
+    check_input_columns(df)
+    warnings = [*extra_warnings, *check_rules_against(df, rules)]
+    for warning in warnings:
+        log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
+    flagged = flag_rows(df, rules, coerce_to_drop=coerce_to_drop)
+    if precheck is not None:
+        precheck(flagged, session)
+    if write_errors is None:
+        log.warning(
+            "error_table_disabled",
+            message="failing rows are not recorded anywhere: the error table is disabled",
+        )
+
+    cached = should_cache(df, settings)
+    frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
+    observation = Observation()
+    observed = observed_counts(Flagged(frame, flagged.columns, flagged.rules, flagged.flags), observation)
+    fail_rules = [r for r in flagged.rules if r.action_if_failed is Action.FAIL and not coerce_to_drop]
+    written: list[str] = []
+    counts: tuple[int, int, int, dict[str, int]] | None = None
+
+    def result(status: str, output_rows: int | None = None) -> RunResult:
+        input_rows, dropped, errors, per_rule = counts or (0, 0, 0, {r.name: 0 for r in flagged.rules})
+        return RunResult(
+            run_id=run_id,
+            status=status,
+            input_rows=input_rows,
+            output_rows=input_rows - dropped if output_rows is None else output_rows,
+            error_rows=errors,
+            dropped_rows=dropped,
+            rule_failures=per_rule,
+            product_id=product_id,
+            target_table=target_table,
+            error_table=error_table if write_errors is not None else None,
+            stats_table=stats_table,
+            tables_written=tuple(written) + ((stats_table,) if stats_table else ()),
+            started_at=started,
+            finished_at=_now(),
+            warnings=tuple(warnings),
+        )
+
+    def record(outcome: RunResult) -> None:
+        if stats_table:
+            write_stats(session, stats_table, outcome)
+
+    try:
+        target_done = False
+        if write_errors is not None:
+            write_errors(error_rows(flagged, observed, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop))
+            if error_table:
+                written.append(error_table)
+        elif write_target is not None and not fail_rules:
+            write_target(flagged.kept(observed))
+            target_done = True
+            if target_table:
+                written.append(target_table)
+        else:
+            observed.write.format("noop").mode("overwrite").save()
+        counts = counts_from_metrics(flagged, observation.get)
+
+        failing = {r.name: counts[3][r.name] for r in fail_rules if counts[3][r.name] > 0}
+        if failing:
+            failed = result("failed", output_rows=0)
+            record(failed)
+            log.error("quarantine_run", status="failed", failed_rules=failing, **_summary(failed))
+            raise QuarantineFailure(failed, failing)
+
+        if write_target is not None and not target_done:
+            write_target(flagged.kept(frame))
+            if target_table:
+                written.append(target_table)
+        passed = result("passed")
+        record(passed)
+        log.info("quarantine_run", status="passed", **_summary(passed))
+        return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
+    except QuarantineFailure:
+        raise
+    except Exception as exc:
+        try:
+            record(result("failed", output_rows=0))
+        except Exception as stats_exc:  # noqa: BLE001 - the original error matters more
+            log.error("stats_write_failed", error=str(stats_exc).splitlines()[0] if str(stats_exc) else "")
+        log.error("quarantine_run", status="failed", error=type(exc).__name__)
+        raise
+    finally:
+        if cached:
+            frame.unpersist()
+
+
+def _summary(result: RunResult) -> dict[str, Any]:
+    return {
+        "input_rows": result.input_rows,
+        "output_rows": result.output_rows,
+        "dropped_rows": result.dropped_rows,
+        "error_rows": result.error_rows,
+        "rule_failures": dict(result.rule_failures),
+        "error_table": result.error_table,
+    }

@@ -1,0 +1,1 @@
+"""Where run outcomes go: Delta tables (target, error table, stats table, DLQ)."""

@@ -1,0 +1,108 @@
+"""Appending a DataFrame to a Delta table: schema checked first, errors made clear.
+
+Tables are named, never built into SQL text: names go to ``saveAsTable`` and the catalog
+API, which parse them as identifiers, so a name cannot run SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import DataType, StructType
+
+from spark_quarantine.errors import SchemaConflictError, TableWriteError
+
+__all__ = ["append", "check_appendable", "needs_column_mapping"]
+
+# Delta refuses these characters in column names unless column mapping is on.
+_DELTA_INVALID = set(" ,;{}()\n\t=")
+
+
+def needs_column_mapping(schema: StructType) -> bool:
+    """True when some (nested) field name has a character Delta only allows with column mapping."""
+
+    def walk(data_type: DataType) -> bool:
+        if isinstance(data_type, StructType):
+            return any(set(f.name) & _DELTA_INVALID or walk(f.dataType) for f in data_type.fields)
+        inner = getattr(data_type, "elementType", None) or getattr(data_type, "valueType", None)
+        key = getattr(data_type, "keyType", None)
+        return bool((inner is not None and walk(inner)) or (key is not None and walk(key)))
+
+    return walk(schema)
+
+
+def _shape(data_type: DataType) -> Any:
+    """A type with nullability removed, for comparing what Delta will accept."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(json.loads(data_type.json()))
+
+
+def table_exists(spark: SparkSession, table: str) -> bool:
+    try:
+        return bool(spark.catalog.tableExists(table))
+    except Exception:  # noqa: BLE001 - an unparsable name is reported by the write itself
+        return False
+
+
+def check_appendable(spark: SparkSession, table: str, schema: StructType, *, role: str) -> None:
+    """Raise :class:`SchemaConflictError` (SQ-S003) if ``table`` exists and cannot take ``schema``."""
+    if not table_exists(spark, table):
+        return
+    existing = {f.name: f for f in spark.table(table).schema.fields}
+    extra = [f.name for f in schema.fields if f.name not in existing]
+    changed = [
+        f"{f.name}: table has {existing[f.name].dataType.simpleString()}, rows have {f.dataType.simpleString()}"
+        for f in schema.fields
+        if f.name in existing and _shape(existing[f.name].dataType) != _shape(f.dataType)
+    ]
+    if extra or changed:
+        details = []
+        if extra:
+            details.append(f"columns not in the table: {', '.join(extra)}")
+        if changed:
+            details.append(f"columns of another type: {'; '.join(changed)}")
+        raise SchemaConflictError(
+            f"the {role} '{table}' already exists with a schema that does not accept these rows "
+            f"({'; '.join(details)}). Nothing was written. Evolve the table (for example "
+            f"ALTER TABLE ... ADD COLUMNS) or write to a new table.",
+            code="SQ-S003",
+        )
+
+
+def append(
+    df: DataFrame,
+    table: str,
+    *,
+    role: str,
+    options: Mapping[str, str] | None = None,
+) -> None:
+    """Append ``df`` to the Delta table ``table``, creating it if absent."""
+    writer = df.write.format("delta").mode("append")
+    if needs_column_mapping(df.schema) and not table_exists(df.sparkSession, table):
+        writer = writer.option("delta.columnMapping.mode", "name")
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    try:
+        writer.saveAsTable(table)
+    except AnalysisException as exc:
+        condition = exc.getCondition() or ""
+        first = str(exc).strip().splitlines()[0]
+        if "SCHEMA" in condition or "MERGE_FIELDS" in condition or "MISMATCH" in condition:
+            raise SchemaConflictError(
+                f"the {role} '{table}' did not accept the rows: {first}", code="SQ-S003"
+            ) from exc
+        raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc

@@ -39,7 +39,9 @@ def _has_python(expression: Any) -> bool:
 def _fixed_relation(node: Any) -> bool:
     """A file scan whose data cannot change during the call."""
     relation = node.relation()
-    if str(relation.getClass().getSimpleName()) != "HadoopFsRelation":
+    # Delta's relation is an anonymous subclass of HadoopFsRelation, so ask for the index itself.
+    classes = {str(relation.getClass().getName()), str(relation.getClass().getSuperclass().getName())}
+    if "org.apache.spark.sql.execution.datasources.HadoopFsRelation" not in classes:
         return False
     location = relation.location()
     kind = str(location.getClass().getSimpleName())

@@ -1,0 +1,59 @@
+"""Shared fixtures: one local Spark + Delta session for the whole suite, in a temp warehouse."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_quarantine import local_spark
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse: Path) -> Iterator[SparkSession]:
+    session = local_spark(warehouse=warehouse, app_name="spark_quarantine_tests", persistent_catalog=False)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def table(request: pytest.FixtureRequest) -> str:
+    """A table name unique to this test (no database prefix: the default database)."""
+    name = request.node.name.split("[")[0].replace("test_", "")[:40]
+    return f"t{next(_counter)}_{name}"
+
+
+class JobCount:
+    """Spark jobs started inside a ``with count_jobs(spark)`` block."""
+
+    value: int = -1
+
+
+@contextlib.contextmanager
+def count_jobs(spark: SparkSession) -> Iterator[JobCount]:
+    sc = spark.sparkContext
+    group = f"count-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "counting jobs")
+    box = JobCount()
+    try:
+        yield box
+    finally:
+        box.value = len(sc.statusTracker().getJobIdsForGroup(group))
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+
+
+def cache_is_empty(spark: SparkSession) -> bool:
+    return bool(spark._jsparkSession.sharedState().cacheManager().isEmpty())  # type: ignore[union-attr]

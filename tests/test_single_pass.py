@@ -1,0 +1,140 @@
+"""Single pass: one projection, counts from observe, and the input computed once when it must be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+from spark_quarantine import with_quarantine
+from spark_quarantine.reuse import is_stable_scan
+from tests.conftest import cache_is_empty, count_jobs
+
+RULES = [
+    {"name": "even", "expectation": "id % 2 = 0", "action_if_failed": "drop"},
+    {"name": "small", "expectation": "id < 150", "action_if_failed": "ignore"},
+]
+
+
+def baseline_split(df: DataFrame, target: str, errors: str) -> None:
+    """The hand-written job a user would write: one projection of flags, two filtered writes."""
+    flagged = df.select("*", (~F.coalesce(F.expr("id % 2 = 0"), F.lit(False))).alias("f_even")).select(
+        "*", (~F.coalesce(F.expr("id < 150"), F.lit(False))).alias("f_small")
+    )
+    flagged.filter("f_even OR f_small").write.format("delta").mode("append").saveAsTable(errors)
+    flagged.filter("NOT f_even").drop("f_even", "f_small").write.format("delta").mode("append").saveAsTable(target)
+
+
+class TestJobCount:
+    def test_a_stable_input_costs_no_more_jobs_than_the_hand_written_split(
+        self, spark: SparkSession, table: str, tmp_path: Path
+    ) -> None:
+        """Two writes and nothing else: counts come from observe, not from counting jobs."""
+        spark.range(200).write.parquet(str(tmp_path / "in"))
+
+        def source() -> DataFrame:
+            return spark.read.parquet(str(tmp_path / "in"))
+
+        assert is_stable_scan(source())
+
+        @with_quarantine(rules=RULES, target_table=table, write_to_table=True)
+        def pipeline() -> DataFrame:
+            return source()
+
+        pipeline()  # first call creates the tables
+        baseline_split(source(), f"{table}_b", f"{table}_b_error")
+        with count_jobs(spark) as ours:
+            pipeline()
+        with count_jobs(spark) as theirs:
+            baseline_split(source(), f"{table}_b", f"{table}_b_error")
+        assert ours.value <= theirs.value
+        run = pipeline.last_run
+        assert run is not None and (run.input_rows, run.dropped_rows, run.error_rows) == (200, 100, 125)
+
+    def test_validation_runs_no_job(self, spark: SparkSession, tmp_path: Path) -> None:
+        """Checking rules against the schema is analysis only."""
+        from spark_quarantine.evaluate import check_rules_against
+        from spark_quarantine.loading import load_rules
+
+        df = spark.range(10)
+        with count_jobs(spark) as jobs:
+            assert check_rules_against(df, load_rules(RULES)) == []
+        assert jobs.value == 0
+
+
+class TestComputedOnce:
+    def test_an_expensive_input_is_computed_once_per_call(self, spark: SparkSession, table: str) -> None:
+        """A Python UDF in the input runs once per row, although two tables are written."""
+        calls = spark.sparkContext.accumulator(0)
+
+        def plus_zero(value: int) -> int:
+            calls.add(1)
+            return value
+
+        udf = F.udf(plus_zero, LongType())
+
+        @with_quarantine(rules=RULES, target_table=table, write_to_table=True)
+        def pipeline() -> DataFrame:
+            return spark.range(200).select(udf("id").alias("id"))
+
+        pipeline()
+        assert calls.value == 200
+        assert spark.read.table(table).count() == 100
+        assert spark.read.table(f"{table}_error").count() == 125
+        assert cache_is_empty(spark)
+
+    def test_a_non_deterministic_input_keeps_target_and_error_table_in_agreement(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """With rand() in the input, a row leaves the target exactly when its drop failure is recorded."""
+        rules = [{"name": "lucky", "expectation": "r < 0.5", "action_if_failed": "drop"}]
+
+        @with_quarantine(rules=rules, target_table=table, write_to_table=True)
+        def pipeline() -> DataFrame:
+            return spark.range(500).withColumn("r", F.rand())
+
+        pipeline()
+        kept = {r["id"] for r in spark.read.table(table).collect()}
+        dropped = {r["id"] for r in spark.read.table(f"{table}_error").collect()}
+        assert kept.isdisjoint(dropped)
+        assert kept | dropped == set(range(500))
+        run = pipeline.last_run
+        assert run is not None and run.dropped_rows == len(dropped) and run.output_rows == len(kept)
+        assert cache_is_empty(spark)
+
+    def test_a_delta_table_read_at_latest_is_cached_but_a_pinned_version_is_reread(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """Only a read that cannot change during the call is read twice."""
+        spark.range(10).write.format("delta").saveAsTable(f"{table}_src")
+        assert not is_stable_scan(spark.read.table(f"{table}_src"))
+        assert is_stable_scan(spark.read.option("versionAsOf", 0).table(f"{table}_src"))
+        assert is_stable_scan(spark.read.option("versionAsOf", 0).table(f"{table}_src").filter("id > 2"))
+        assert not is_stable_scan(spark.range(10).withColumn("r", F.rand()))
+        assert not is_stable_scan(spark.range(10).join(spark.range(5), "id"))
+        assert not is_stable_scan(spark.range(10).groupBy("id").count())
+
+    def test_the_cache_setting_overrides_the_choice(self, spark: SparkSession, table: str) -> None:
+        """spark.quarantine.input.cache = cache computes a UDF input once; reread recomputes it."""
+        for mode, computed_once in (("cache", True), ("reread", False)):
+            calls = spark.sparkContext.accumulator(0)
+
+            def plus_zero(value: int, calls=calls) -> int:  # type: ignore[no-untyped-def]
+                calls.add(1)
+                return value
+
+            udf = F.udf(plus_zero, LongType())
+
+            @with_quarantine(
+                rules=[{"name": "none_fail", "expectation": "id >= 0", "action_if_failed": "drop"}],
+                target_table=f"{table}_{mode}",
+                write_to_table=True,
+                user_conf={"spark.quarantine.input.cache": mode},
+            )
+            def pipeline() -> DataFrame:
+                return spark.range(50).select(udf("id").alias("id"))
+
+            pipeline()
+            assert (calls.value == 50) is computed_once, (mode, calls.value)

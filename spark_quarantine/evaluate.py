@@ -60,7 +60,7 @@ def _quiet_pyspark_errors() -> Iterator[None]:
     try:
         yield
     finally:
-        for lg, was in zip(loggers, before):
+        for lg, was in zip(loggers, before, strict=True):
             lg.disabled = was
 
 
@@ -130,6 +130,8 @@ def _analyse(df: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
 
 def _analysis_problem(rule: Rule, exc: AnalysisException, df: DataFrame) -> Problem:
     condition = exc.getCondition() or ""
+    if isinstance(exc, ParseException) or condition.startswith("PARSE_"):
+        return _problem(rule, "SQ-R020", f"expectation {rule.expectation!r} does not parse: {_first_line(exc)}")
     if condition.startswith("UNRESOLVED_COLUMN") or condition.startswith("UNRESOLVED_FIELD"):
         columns = ", ".join(quote(c) for c in df.columns)
         return _problem(
@@ -139,7 +141,9 @@ def _analysis_problem(rule: Rule, exc: AnalysisException, df: DataFrame) -> Prob
             f"{_first_line(exc)} (columns: {columns})",
         )
     if condition.startswith("UNSUPPORTED_GENERATOR") or "AGGREGATE" in condition or "WINDOW" in condition:
-        return _problem(rule, "SQ-R023", f"expectation {rule.expectation!r} is not a row expression: {_first_line(exc)}")
+        return _problem(
+            rule, "SQ-R023", f"expectation {rule.expectation!r} is not a row expression: {_first_line(exc)}"
+        )
     if "SUBQUERY" in condition:
         return _problem(rule, "SQ-R024", f"expectation {rule.expectation!r} contains a subquery: {_first_line(exc)}")
     return _problem(rule, "SQ-R026", f"expectation {rule.expectation!r} cannot be analysed: {_first_line(exc)}")
@@ -244,11 +248,12 @@ def flag_rows(df: DataFrame, rules: Sequence[Rule], *, coerce_to_drop: bool = Fa
     enabled = tuple(r for r in rules if r.enabled)
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
     flag_columns = [
-        (~F.coalesce(F.expr(rule.expectation), F.lit(False))).alias(name) for rule, name in zip(enabled, flags)
+        (~F.coalesce(F.expr(rule.expectation), F.lit(False))).alias(name)
+        for rule, name in zip(enabled, flags, strict=True)
     ]
     is_drop = [
         F.col(name)
-        for rule, name in zip(enabled, flags)
+        for rule, name in zip(enabled, flags, strict=True)
         if coerce_to_drop or rule.action_if_failed is Action.DROP
     ]
     drop = _any(is_drop).alias(DROP_FLAG)
@@ -275,8 +280,7 @@ def observed_counts(flagged: Flagged, observation: Observation) -> DataFrame:
         F.coalesce(F.sum(F.col(ANY_FLAG).cast("long")), F.lit(0)).alias("error_rows"),
     ]
     metrics += [
-        F.coalesce(F.sum(F.col(flag).cast("long")), F.lit(0)).alias(f"rule_{i}")
-        for i, flag in enumerate(flagged.flags)
+        F.coalesce(F.sum(F.col(flag).cast("long")), F.lit(0)).alias(f"rule_{i}") for i, flag in enumerate(flagged.flags)
     ]
     return flagged.df.observe(observation, *metrics)
 
@@ -295,7 +299,7 @@ def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int,
 def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Column:
     """ARRAY<MAP<STRING,STRING>>: one map per rule the row failed (meta_row_dq_results)."""
     entries = []
-    for rule, flag in zip(flagged.rules, flagged.flags):
+    for rule, flag in zip(flagged.rules, flagged.flags, strict=True):
         action = Action.DROP if coerce_to_drop else rule.action_if_failed
         pairs: list[Column] = []
         for key, value in (

@@ -15,13 +15,13 @@ from spark_quarantine.rules import Rule, duplicate_name_problems, parse_rule_dic
 __all__ = ["RuleSource", "load_rules"]
 
 #: What :func:`load_rules` accepts.
-RuleSource = Union[str, "os.PathLike[str]", Sequence[Union[Mapping[str, Any], Rule]], Mapping[str, Any]]
+RuleSource = Union[str, "os.PathLike[str]", Sequence[Union[Mapping[str, Any], Rule]], Mapping[str, Any]]  # noqa: UP007
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def load_rules(
-    source: RuleSource,
+    source: RuleSource | Any,
     *,
     params: Mapping[str, Any] | None = None,
     user_conf: Mapping[str, Any] | None = None,
@@ -57,16 +57,14 @@ def load_rules(
             rules.extend(parsed)
             problems.extend(entry_problems)
     elif isinstance(source, Mapping):
-        entries = source.get("rules")
-        if not isinstance(entries, list):
-            problems.append(
-                Problem("SQ-R003", "expected a mapping with a 'rules:' list of rule dicts")
-            )
+        listed: Any = source.get("rules")
+        if not isinstance(listed, list):
+            problems.append(Problem("SQ-R003", "expected a mapping with a 'rules:' list of rule dicts"))
         else:
-            parsed, entry_problems = parse_rule_dicts(entries, params=params)
+            parsed, entry_problems = parse_rule_dicts(listed, params=params)
             rules.extend(parsed)
             problems.extend(entry_problems)
-    elif isinstance(source, Sequence) and not isinstance(source, (bytes, bytearray)):
+    elif isinstance(source, Sequence) and not isinstance(source, bytes | bytearray):
         parsed, entry_problems = parse_rule_dicts(list(source), params=params)
         rules.extend(parsed)
         problems.extend(entry_problems)

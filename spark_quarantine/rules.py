@@ -128,18 +128,16 @@ class _LineDict(dict[str, Any]):
 class _LineLoader(yaml.SafeLoader):
     """PyYAML's safe loader, recording 1-based line numbers on every mapping."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
-        mapping = _LineDict(super().construct_mapping(node, deep=deep))
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping = _LineDict({str(k): v for k, v in super().construct_mapping(node, deep=deep).items()})
         mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {
-            str(key_node.value): key_node.start_mark.line + 1 for key_node, _ in node.value
-        }
+        mapping.key_lines = {str(key_node.value): key_node.start_mark.line + 1 for key_node, _ in node.value}
         return mapping
 
 
 _LineLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _LineLoader.construct_mapping,  # type: ignore[arg-type]
+    _LineLoader.construct_mapping,
 )
 
 
@@ -289,10 +287,9 @@ def _parse_entry(
     if "name" in values and not values["name"].strip():
         problem("SQ-R006", "'name' must not be empty", "name")
         values.pop("name")
-    if "expectation" in values:
-        if not _strip_sql_comments(values["expectation"]).strip():
-            problem("SQ-R011", "'expectation' is empty", "expectation")
-            values.pop("expectation")
+    if "expectation" in values and not _strip_sql_comments(values["expectation"]).strip():
+        problem("SQ-R011", "'expectation' is empty", "expectation")
+        values.pop("expectation")
 
     action: Action | None = None
     if "action_if_failed" in values:

@@ -101,7 +101,7 @@ def _find_dbutils() -> Any:
         if shell is not None and "dbutils" in shell.user_ns:
             return shell.user_ns["dbutils"]
     except Exception:  # noqa: BLE001 - IPython absent or not a Databricks shell
-        pass
+        return None
     return None
 
 
@@ -152,9 +152,7 @@ def resolve_tokens(
         values = params or {}
         if token not in values:
             known = ", ".join(sorted(values)) or "none"
-            raise TokenError(
-                f"unknown placeholder ${{{token}}}; spark.quarantine.rules.params defines: {known}"
-            )
+            raise TokenError(f"unknown placeholder ${{{token}}}; spark.quarantine.rules.params defines: {known}")
         return str(values[token])
 
     return _TOKEN.sub(replace, text)

@@ -53,8 +53,7 @@ KEYS: dict[str, KeySpec] = {
             ERROR_TABLE_ENABLED,
             "bool",
             True,
-            "Write failing rows to the error table. When false, failed rows are not recorded "
-            "and a warning is logged.",
+            "Write failing rows to the error table. When false, failed rows are not recorded and a warning is logged.",
         ),
         KeySpec(
             INPUT_CACHE,

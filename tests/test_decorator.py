@@ -265,7 +265,17 @@ class TestErrorTable:
         ts = datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=timezone.utc)
         df = spark.createDataFrame(
             [
-                (1, "ok", {"a": 1}, [1, 2], {"k": "v"}, Decimal("12.345"), bytearray(b"\x00\x01"), ts, date(2024, 1, 1)),
+                (
+                    1,
+                    "ok",
+                    {"a": 1},
+                    [1, 2],
+                    {"k": "v"},
+                    Decimal("12.345"),
+                    bytearray(b"\x00\x01"),
+                    ts,
+                    date(2024, 1, 1),
+                ),
                 (2, "bad", {"a": None}, [], {}, Decimal("-1.000"), bytearray(b""), ts, None),
             ],
             "`id` long, `my col` string, `a.b` struct<a:int>, `arr` array<int>, `m` map<string,string>, "

@@ -133,7 +133,7 @@ class TestComputedOnce:
                 write_to_table=True,
                 user_conf={"spark.quarantine.input.cache": mode},
             )
-            def pipeline() -> DataFrame:
+            def pipeline(udf=udf) -> DataFrame:  # type: ignore[no-untyped-def]
                 return spark.range(50).select(udf("id").alias("id"))
 
             pipeline()

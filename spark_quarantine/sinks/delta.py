@@ -40,7 +40,11 @@ def _shape(data_type: DataType) -> Any:
 
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
+            return {
+                k: strip(v)
+                for k, v in node.items()
+                if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")
+            }
         if isinstance(node, list):
             return [strip(v) for v in node]
         return node
@@ -99,9 +103,7 @@ def append(
         condition = exc.getCondition() or ""
         first = str(exc).strip().splitlines()[0]
         if "SCHEMA" in condition or "MERGE_FIELDS" in condition or "MISMATCH" in condition:
-            raise SchemaConflictError(
-                f"the {role} '{table}' did not accept the rows: {first}", code="SQ-S003"
-            ) from exc
+            raise SchemaConflictError(f"the {role} '{table}' did not accept the rows: {first}", code="SQ-S003") from exc
         raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

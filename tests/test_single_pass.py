@@ -53,6 +53,33 @@ class TestJobCount:
         run = pipeline.last_run
         assert run is not None and (run.input_rows, run.dropped_rows, run.error_rows) == (200, 100, 125)
 
+    def test_a_cached_input_costs_no_more_jobs_than_the_hand_written_persisted_split(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """An input with a Python UDF is persisted once; the job count matches persist + two writes."""
+        udf = F.udf(lambda v: v, LongType())
+
+        def source() -> DataFrame:
+            return spark.range(200).select(udf("id").alias("id"))
+
+        def persisted_baseline() -> None:
+            df = source().persist()
+            baseline_split(df, f"{table}_b", f"{table}_b_error")
+            df.unpersist()
+
+        @with_quarantine(rules=RULES, target_table=table, write_to_table=True)
+        def pipeline() -> DataFrame:
+            return source()
+
+        pipeline()
+        persisted_baseline()
+        with count_jobs(spark) as ours:
+            pipeline()
+        with count_jobs(spark) as theirs:
+            persisted_baseline()
+        assert ours.value <= theirs.value
+        assert cache_is_empty(spark)
+
     def test_validation_runs_no_job(self, spark: SparkSession, tmp_path: Path) -> None:
         """Checking rules against the schema is analysis only."""
         from spark_quarantine.evaluate import check_rules_against

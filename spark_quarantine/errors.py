@@ -23,6 +23,7 @@ __all__ = [
     "Problem",
     "QuarantineFailure",
     "RuleValidationError",
+    "RunsFailedError",
     "SchemaConflictError",
     "SparkQuarantineError",
     "TableWriteError",
@@ -70,6 +71,7 @@ CODES: dict[str, str] = {
     "SQ-W001": "a table write failed",
     # End-to-end API.
     "SQ-P001": "invalid parameter to an end-to-end call",
+    "SQ-P002": "one or more runs of a multi-table call failed",
     # Dead-letter queue.
     "SQ-D001": "DLQ table missing, or missing a column, type or property",
 }
@@ -143,6 +145,19 @@ class InvalidParameterError(SparkQuarantineError, ValueError):
     """An end-to-end call was given parameters that cannot work together."""
 
     code = "SQ-P001"
+
+
+class RunsFailedError(SparkQuarantineError, RuntimeError):
+    """Some runs of a multi-table call failed; ``outcomes`` holds every run's outcome, failed or not."""
+
+    code = "SQ-P002"
+
+    def __init__(self, message: str, outcomes: Sequence[Any]) -> None:
+        self.outcomes = tuple(outcomes)
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.outcomes))
 
 
 class SchemaConflictError(SparkQuarantineError, ValueError):

@@ -31,7 +31,7 @@ from spark_quarantine.evaluate import (
 from spark_quarantine.result import RunResult
 from spark_quarantine.reuse import is_stable_scan
 from spark_quarantine.rules import Action, Rule
-from spark_quarantine.sinks.error_table import META_COLUMNS, error_rows
+from spark_quarantine.sinks.error_table import META_COLUMNS, annotated_rows, error_rows
 from spark_quarantine.sinks.stats import write_stats
 
 __all__ = ["RunOutcome", "Writer", "new_run_id", "run_checks"]
@@ -90,6 +90,7 @@ def run_checks(
     stats_table: str | None = None,
     write_target: Writer | None = None,
     write_errors: Writer | None = None,
+    write_annotated: Writer | None = None,
     precheck: Callable[[Flagged, SparkSession], None] | None = None,
     coerce_to_drop: bool = False,
     extra_warnings: Sequence[Problem] = (),
@@ -113,7 +114,7 @@ def run_checks(
     flagged = flag_rows(df, rules, coerce_to_drop=coerce_to_drop)
     if precheck is not None:
         precheck(flagged, session)
-    if write_errors is None:
+    if write_errors is None and write_annotated is None:
         log.warning(
             "error_table_disabled",
             message="failing rows are not recorded anywhere: the error table is disabled",
@@ -129,6 +130,8 @@ def run_checks(
 
     def result(status: str, output_rows: int | None = None) -> RunResult:
         input_rows, dropped, errors, per_rule = counts or (0, 0, 0, {r.name: 0 for r in flagged.rules})
+        if write_annotated is not None:
+            dropped = 0  # an annotated output keeps every row and marks the failures
         return RunResult(
             run_id=run_id,
             status=status,
@@ -157,6 +160,11 @@ def run_checks(
             write_errors(error_rows(flagged, observed, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop))
             if error_table:
                 written.append(error_table)
+        elif write_annotated is not None and not fail_rules:
+            write_annotated(annotated_rows(flagged, observed, run_id=run_id, run_at=started))
+            target_done = True
+            if target_table:
+                written.append(target_table)
         elif write_target is not None and not fail_rules:
             write_target(flagged.kept(observed))
             target_done = True
@@ -173,7 +181,11 @@ def run_checks(
             log.error("quarantine_run", status="failed", failed_rules=failing, **_summary(failed))
             raise QuarantineFailure(failed, failing)
 
-        if write_target is not None and not target_done:
+        if write_annotated is not None and not target_done:
+            write_annotated(annotated_rows(flagged, frame, run_id=run_id, run_at=started))
+            if target_table:
+                written.append(target_table)
+        elif write_target is not None and not target_done:
             write_target(flagged.kept(frame))
             if target_table:
                 written.append(target_table)

@@ -10,7 +10,7 @@ from pyspark.sql.types import StructType
 
 from spark_quarantine.evaluate import Flagged, col, failed_rule_maps
 
-__all__ = ["META_COLUMNS", "error_rows", "error_table_schema"]
+__all__ = ["META_COLUMNS", "annotated_rows", "error_rows", "error_table_schema"]
 
 #: The columns the error table adds after the input's own.
 META_COLUMNS = ("meta_dq_run_id", "meta_dq_run_date", "meta_dq_run_datetime", "meta_row_dq_results")
@@ -27,6 +27,17 @@ def error_rows(
         F.lit(run_at.date()).alias("meta_dq_run_date"),
         F.lit(run_at).alias("meta_dq_run_datetime"),
         failed_rule_maps(flagged, coerce_to_drop=coerce_to_drop).alias("meta_row_dq_results"),
+    )
+
+
+def annotated_rows(flagged: Flagged, frame: DataFrame, *, run_id: str, run_at: datetime) -> DataFrame:
+    """Every row of ``frame`` with the meta columns; clean rows get an empty result array."""
+    return frame.select(
+        *[col(name) for name in flagged.columns],
+        F.lit(run_id).alias("meta_dq_run_id"),
+        F.lit(run_at.date()).alias("meta_dq_run_date"),
+        F.lit(run_at).alias("meta_dq_run_datetime"),
+        failed_rule_maps(flagged).alias("meta_row_dq_results"),
     )
 
 

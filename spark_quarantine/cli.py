@@ -1,0 +1,231 @@
+"""The ``spark-quarantine`` console script.
+
+Exit codes: 0 success, 1 the work failed (a rule problem, a failed run), 2 bad usage or a
+bad configuration file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _UsageError(Exception):
+    """Bad arguments or a bad configuration file: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # exit 2 with our own wording, like argparse does
+        self.print_usage(sys.stderr)
+        raise _UsageError(message)
+
+
+def _spark(warehouse: str | None) -> Any:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    from spark_quarantine.session import local_spark
+
+    return local_spark(warehouse=warehouse or "spark-warehouse", app_name="spark-quarantine-cli")
+
+
+def _print_problems(problems: Sequence[Problem], out: IO[str]) -> None:
+    for problem in problems:
+        print(f"  {problem}", file=out)
+
+
+# ---------------------------------------------------------------------------- validate
+
+
+def _schema_from_file(path: str) -> Any:
+    from pyspark.sql.types import StructType
+
+    text = Path(path).read_text(encoding="utf-8").strip()
+    if text.startswith("{"):
+        return StructType.fromJson(json.loads(text))
+    return text  # a DDL string such as "id long, name string"
+
+
+def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
+    from spark_quarantine.loading import load_rules
+
+    problems: list[Problem] = []
+    rule_count = 0
+    all_rules = []
+    for source in args.rules:
+        try:
+            rules = load_rules(source)
+            rule_count += len(rules)
+            all_rules.extend(rules)
+        except RuleValidationError as exc:
+            problems.extend(exc.problems)
+    if not problems and (args.table or args.schema):
+        from spark_quarantine.evaluate import check_rules_against
+
+        spark = _spark(args.warehouse)
+        if args.table:
+            df = spark.read.table(args.table)
+        else:
+            df = spark.createDataFrame([], _schema_from_file(args.schema))
+        try:
+            problems.extend(check_rules_against(df, all_rules))
+        except RuleValidationError as exc:
+            problems.extend(exc.problems)
+    errors = [p for p in problems if p.severity == "error"]
+    if problems:
+        print(f"{len(errors)} problem(s), {len(problems) - len(errors)} warning(s):", file=out)
+        _print_problems(problems, out)
+    if errors:
+        return EXIT_FAILED
+    against = f" against {args.table or args.schema}" if (args.table or args.schema) else ""
+    print(f"OK: {rule_count} rule(s) in {len(args.rules)} source(s) are valid{against}.", file=out)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- run
+
+
+def _load_run_file(path: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise _UsageError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list) or not doc["runs"]:
+        raise _UsageError(f"{path} must be a mapping with a non-empty 'runs:' list")
+    unknown = set(doc) - {"runs", "user_conf", "warehouse", "max_parallelism"}
+    if unknown:
+        raise _UsageError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
+    return doc
+
+
+def _run_configs(doc: dict[str, Any], base: Path) -> list[Any]:
+    from spark_quarantine.end_to_end import InputConfig, OutputConfig, RunConfig
+
+    configs = []
+    for index, entry in enumerate(doc["runs"]):
+        if not isinstance(entry, dict):
+            raise _UsageError(f"run #{index + 1} must be a mapping")
+        unknown = set(entry) - {"name", "input", "output", "quarantine", "checks"}
+        if unknown:
+            raise _UsageError(f"run #{index + 1}: unknown key(s) {sorted(unknown)}")
+        name = str(entry.get("name") or f"run{index + 1}")
+        try:
+            checks = entry["checks"]
+            if isinstance(checks, str) and not Path(checks).is_absolute():
+                checks = str(base / checks)
+            configs.append(
+                RunConfig(
+                    name=name,
+                    input_config=InputConfig(**entry["input"]),
+                    output_config=OutputConfig(**entry["output"]) if entry.get("output") else None,
+                    quarantine_config=OutputConfig(**entry["quarantine"]) if entry.get("quarantine") else None,
+                    checks=checks,
+                )
+            )
+        except (KeyError, TypeError) as exc:
+            raise _UsageError(f"run '{name}': {exc}; expected input, output and/or quarantine, and checks") from None
+    return configs
+
+
+def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
+    from spark_quarantine.end_to_end import apply_checks_and_save_in_tables
+
+    path = Path(args.config)
+    doc = _load_run_file(path)
+    try:
+        configs = _run_configs(doc, path.parent)
+    except SparkQuarantineError as exc:
+        raise _UsageError(str(exc)) from None
+    spark = _spark(args.warehouse or doc.get("warehouse"))
+    outcomes = apply_checks_and_save_in_tables(
+        configs,
+        doc.get("max_parallelism"),
+        user_conf=doc.get("user_conf"),
+        spark=spark,
+        raise_on_failure=False,
+    )
+    header = f"{'run':<24} {'status':<8} {'rows in':>10} {'out':>10} {'dropped':>10} {'failing':>10}"
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    for outcome in outcomes:
+        r = outcome.result
+        status = "passed" if outcome.ok else "FAILED"
+        if r is not None:
+            print(
+                f"{outcome.name:<24} {status:<8} {r.input_rows:>10,} {r.output_rows:>10,} "
+                f"{r.dropped_rows:>10,} {r.error_rows:>10,}",
+                file=out,
+            )
+            for rule, count in r.rule_failures.items():
+                print(f"    {rule}: {count:,} failing row(s)", file=out)
+        else:
+            print(f"{outcome.name:<24} {status:<8} {'-':>10} {'-':>10} {'-':>10} {'-':>10}", file=out)
+        if outcome.error is not None:
+            print(f"    error: {outcome.error}", file=out)
+    failed = [o for o in outcomes if not o.ok]
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} run(s) passed.", file=out)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="spark-quarantine", description="Check, quarantine and recycle rows of Spark tables.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    validate = sub.add_parser("validate", help="validate rule files (optionally against a table or schema)")
+    validate.add_argument("rules", nargs="+", help="rule files or folders")
+    group = validate.add_mutually_exclusive_group()
+    group.add_argument("--table", help="check expressions against this table's schema")
+    group.add_argument("--schema", help="check against a schema file: a DDL string or StructType JSON")
+    validate.add_argument("--warehouse", help="local warehouse folder (when no Spark session is active)")
+    validate.set_defaults(func=cmd_validate)
+
+    run = sub.add_parser("run", help="run the checks described in a YAML run file")
+    run.add_argument("config", help="YAML file with a 'runs:' list (input, output, quarantine, checks)")
+    run.add_argument("--warehouse", help="local warehouse folder (overrides the file's 'warehouse')")
+    run.set_defaults(func=cmd_run)
+
+    for register in _EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+#: Other modules add their subcommands here (name -> registration), keeping this module small.
+_EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    """Entry point of ``spark-quarantine``; returns the exit code."""
+    stream = out or sys.stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args, stream))
+    except _UsageError as exc:
+        print(f"spark-quarantine: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SparkQuarantineError as exc:
+        print(f"spark-quarantine: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

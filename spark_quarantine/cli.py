@@ -65,7 +65,7 @@ def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
 
     problems: list[Problem] = []
     rule_count = 0
-    all_rules = []
+    all_rules: list[Any] = []
     for source in args.rules:
         try:
             rules = load_rules(source)
@@ -77,10 +77,7 @@ def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
         from spark_quarantine.evaluate import check_rules_against
 
         spark = _spark(args.warehouse)
-        if args.table:
-            df = spark.read.table(args.table)
-        else:
-            df = spark.createDataFrame([], _schema_from_file(args.schema))
+        df = spark.read.table(args.table) if args.table else spark.createDataFrame([], _schema_from_file(args.schema))
         try:
             problems.extend(check_rules_against(df, all_rules))
         except RuleValidationError as exc:

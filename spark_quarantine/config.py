@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from spark_quarantine import user_config as uc
+from spark_quarantine.alerts.settings import NotificationSettings, parse_notification_conf
 from spark_quarantine.errors import ConfigError
 
 __all__ = ["Settings", "parse_user_conf"]
@@ -24,6 +25,7 @@ class Settings:
     rules_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     error_table_enabled: bool = True
     input_cache: str = "auto"
+    notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
 
 _FIELD_OF = {
@@ -45,8 +47,14 @@ def parse_user_conf(user_conf: Mapping[str, Any] | None) -> Settings:
             code="SQ-C002",
         )
     values: dict[str, Any] = {}
+    notification_keys = {
+        k: v for k, v in user_conf.items() if isinstance(k, str) and k.startswith(uc.NOTIFICATIONS_PREFIX)
+    }
+    values["notifications"] = parse_notification_conf(notification_keys)
     for key, value in user_conf.items():
-        if not isinstance(key, str) or key not in uc.KEYS:
+        if key in notification_keys:
+            continue
+        if not isinstance(key, str) or key not in _FIELD_OF:
             raise ConfigError(_unknown_key_message(key), code="SQ-C001", key=str(key))
         spec = uc.KEYS[key]
         values[_FIELD_OF[key]] = _coerce(spec, value)
@@ -56,10 +64,13 @@ def parse_user_conf(user_conf: Mapping[str, Any] | None) -> Settings:
 def _unknown_key_message(key: object) -> str:
     import difflib
 
-    known = sorted(uc.KEYS)
-    close = difflib.get_close_matches(str(key), known, n=1)
+    known = sorted(_FIELD_OF)
+    close = difflib.get_close_matches(str(key), sorted(uc.KEYS), n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"unknown user_conf key {key!r}.{hint} Known keys: {', '.join(known)}"
+    return (
+        f"unknown user_conf key {key!r}.{hint} Known keys: {', '.join(known)}, "
+        f"and the {uc.NOTIFICATIONS_PREFIX}* keys (see spark_quarantine.user_config)"
+    )
 
 
 def _coerce(spec: uc.KeySpec, value: Any) -> Any:

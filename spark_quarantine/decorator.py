@@ -117,6 +117,7 @@ def with_quarantine(
                     write_target=write_target,
                     write_errors=write_errors,
                     precheck=precheck,
+                    failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
                 )
             except Exception as exc:
                 failed = getattr(exc, "result", None)

@@ -179,11 +179,34 @@ def save(df: DataFrame, config: OutputConfig, *, extra_options: Mapping[str, str
     if config.partition_by:
         writer = writer.partitionBy(*config.partition_by)
     if config.cluster_by:
-        writer = writer.clusterBy(*config.cluster_by)
+        if config.format != "delta":
+            raise InvalidParameterError(f"cluster_by needs format 'delta', found {config.format!r}")
+        if config.mode == "overwrite" or not _exists(df.sparkSession, config):
+            _create_clustered(df, config)
     if is_path(config.location):
         writer.save(config.location)
     else:
         writer.saveAsTable(config.location)
+
+
+def _create_clustered(df: DataFrame, config: OutputConfig) -> None:
+    """Create (or replace, for overwrite) a liquid-clustered Delta table with ``df``'s schema.
+
+    Delta 4.0's DataFrameWriter cannot cluster a new table, so the table is made first
+    with the builder API (names passed as values, never as SQL text), then written to.
+    """
+    from delta.tables import DeltaTable
+
+    builder = (
+        DeltaTable.createOrReplace(df.sparkSession)
+        if config.mode == "overwrite"
+        else DeltaTable.createIfNotExists(df.sparkSession)
+    )
+    builder = builder.location(config.location) if is_path(config.location) else builder.tableName(config.location)
+    builder = builder.addColumns(df.schema).clusterBy(*config.cluster_by)
+    if needs_column_mapping(df.schema):
+        builder = builder.property("delta.columnMapping.mode", "name")
+    builder.execute()
 
 
 def _exists(spark: SparkSession, config: OutputConfig) -> bool:
@@ -312,8 +335,20 @@ def _run_batch(
         write_errors=write_errors,
         write_annotated=write_annotated,
         precheck=_precheck(plan) if extra_options is None else None,
+        observe=extra_options is None,
+        failed_rows_reader=_reader_of(session, quarantine or out),
     )
     return outcome.result
+
+
+def _reader_of(session: SparkSession, config: OutputConfig | None) -> Callable[[], DataFrame] | None:
+    """Reads back what a run wrote to ``config`` (for alert samples)."""
+    if config is None:
+        return None
+    written = config
+    if is_path(written.location):
+        return lambda: session.read.format(written.format).load(written.location)
+    return lambda: session.read.table(written.location)
 
 
 def _checkpoint(plan: _Plan) -> str:

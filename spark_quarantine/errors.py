@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "DLQError",
     "InvalidParameterError",
+    "NotificationError",
     "Problem",
     "QuarantineFailure",
     "RuleValidationError",
@@ -74,6 +75,9 @@ CODES: dict[str, str] = {
     "SQ-P002": "one or more runs of a multi-table call failed",
     # Dead-letter queue.
     "SQ-D001": "DLQ table missing, or missing a column, type or property",
+    # Notifications.
+    "SQ-N001": "a notification channel failed and fail_on_error is set",
+    "SQ-N002": "a notification setting is missing, wrong or not allowed",
 }
 
 
@@ -180,6 +184,19 @@ class DLQError(SparkQuarantineError, RuntimeError):
     """A dead-letter-queue table is missing, or lacks a column, a type or a property."""
 
     code = "SQ-D001"
+
+
+class NotificationError(SparkQuarantineError, RuntimeError):
+    """One or more notification channels failed and ``fail_on_error`` is set; ``channels`` names them."""
+
+    code = "SQ-N001"
+
+    def __init__(self, message: str, *, channels: Sequence[str] = ()) -> None:
+        self.channels: tuple[str, ...] = tuple(channels)
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,), {"channels": self.channels})
 
 
 class QuarantineFailure(SparkQuarantineError, RuntimeError):

@@ -272,8 +272,8 @@ def _any(columns: list[Column]) -> Column:
     return result
 
 
-def observed_counts(flagged: Flagged, observation: Observation) -> DataFrame:
-    """``flagged.df`` observed: input rows, dropped rows, error rows and each rule's failures."""
+def metric_columns(flagged: Flagged) -> list[Column]:
+    """Aggregates for input rows, dropped rows, error rows and each rule's failures."""
     metrics = [
         F.count(F.lit(1)).alias("input_rows"),
         F.coalesce(F.sum(F.col(DROP_FLAG).cast("long")), F.lit(0)).alias("dropped_rows"),
@@ -282,7 +282,12 @@ def observed_counts(flagged: Flagged, observation: Observation) -> DataFrame:
     metrics += [
         F.coalesce(F.sum(F.col(flag).cast("long")), F.lit(0)).alias(f"rule_{i}") for i, flag in enumerate(flagged.flags)
     ]
-    return flagged.df.observe(observation, *metrics)
+    return metrics
+
+
+def observed_counts(flagged: Flagged, observation: Observation) -> DataFrame:
+    """``flagged.df`` observed with :func:`metric_columns`, so the first write also counts."""
+    return flagged.df.observe(observation, *metric_columns(flagged))
 
 
 def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int, int, int, dict[str, int]]:

@@ -16,8 +16,10 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from spark_quarantine._logging import get_logger
+from spark_quarantine.alerting import RunAlerter, SampleSource
 from spark_quarantine.config import Settings
 from spark_quarantine.errors import Problem, QuarantineFailure, SchemaConflictError
 from spark_quarantine.evaluate import (
@@ -26,6 +28,7 @@ from spark_quarantine.evaluate import (
     check_rules_against,
     counts_from_metrics,
     flag_rows,
+    metric_columns,
     observed_counts,
 )
 from spark_quarantine.result import RunResult
@@ -93,6 +96,8 @@ def run_checks(
     write_annotated: Writer | None = None,
     precheck: Callable[[Flagged, SparkSession], None] | None = None,
     coerce_to_drop: bool = False,
+    observe: bool = True,
+    failed_rows_reader: Callable[[], DataFrame] | None = None,
     extra_warnings: Sequence[Problem] = (),
     run_id: str | None = None,
 ) -> RunOutcome:
@@ -119,8 +124,21 @@ def run_checks(
             "error_table_disabled",
             message="failing rows are not recorded anywhere: the error table is disabled",
         )
+    alerter = RunAlerter(
+        settings.notifications,
+        spark=session,
+        rules=rules,
+        product_id=product_id,
+        target_table=target_table,
+        quarantine_location=error_table if write_errors is not None else target_table if write_annotated else None,
+        coerce_to_drop=coerce_to_drop,
+    )
+    samples = _sample_source(failed_rows_reader, run_id) if failed_rows_reader is not None else None
+    alerter.started(run_id)
 
-    cached = should_cache(df, settings)
+    # Without observe (foreachBatch sessions do not deliver observed metrics) the input is
+    # cached and counted by one aggregate before the writes.
+    cached = should_cache(df, settings) or not observe
     frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
     observation = Observation()
     observed = observed_counts(Flagged(frame, flagged.columns, flagged.rules, flagged.flags), observation)
@@ -156,7 +174,13 @@ def run_checks(
 
     try:
         target_done = False
-        if write_errors is not None:
+        if not observe:
+            counts = counts_from_metrics(flagged, frame.agg(*metric_columns(flagged)).collect()[0].asDict())
+            if write_errors is not None:
+                write_errors(error_rows(flagged, frame, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop))
+                if error_table:
+                    written.append(error_table)
+        elif write_errors is not None:
             write_errors(error_rows(flagged, observed, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop))
             if error_table:
                 written.append(error_table)
@@ -172,14 +196,17 @@ def run_checks(
                 written.append(target_table)
         else:
             observed.write.format("noop").mode("overwrite").save()
-        counts = counts_from_metrics(flagged, observation.get)
+        if counts is None:
+            counts = counts_from_metrics(flagged, observation.get)
 
         failing = {r.name: counts[3][r.name] for r in fail_rules if counts[3][r.name] > 0}
         if failing:
             failed = result("failed", output_rows=0)
             record(failed)
             log.error("quarantine_run", status="failed", failed_rules=failing, **_summary(failed))
-            raise QuarantineFailure(failed, failing)
+            failure = QuarantineFailure(failed, failing)
+            alerter.failed(run_id, failure, failed, samples)
+            raise failure
 
         if write_annotated is not None and not target_done:
             write_annotated(annotated_rows(flagged, frame, run_id=run_id, run_at=started))
@@ -192,7 +219,6 @@ def run_checks(
         passed = result("passed")
         record(passed)
         log.info("quarantine_run", status="passed", **_summary(passed))
-        return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
     except QuarantineFailure:
         raise
     except Exception as exc:
@@ -201,10 +227,26 @@ def run_checks(
         except Exception as stats_exc:  # noqa: BLE001 - the original error matters more
             log.error("stats_write_failed", error=str(stats_exc).splitlines()[0] if str(stats_exc) else "")
         log.error("quarantine_run", status="failed", error=type(exc).__name__)
+        alerter.failed(run_id, exc, None, None)
         raise
     finally:
         if cached:
             frame.unpersist()
+    alerter.finished(passed, samples)
+    return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
+
+
+def _sample_source(reader: Callable[[], DataFrame], run_id: str) -> SampleSource:
+    """Sample failing rows from what the run wrote (filtered to this run), never from the input."""
+
+    def sample(limit: int) -> list[dict[str, Any]]:
+        written = reader().filter(F.col("meta_dq_run_id") == run_id)
+        if "meta_row_dq_results" in written.columns:
+            written = written.filter(F.size("meta_row_dq_results") > 0)
+        rows = written.drop(*[c for c in META_COLUMNS if c in written.columns]).limit(limit).collect()
+        return [row.asDict(recursive=True) for row in rows]
+
+    return sample
 
 
 def _summary(result: RunResult) -> dict[str, Any]:

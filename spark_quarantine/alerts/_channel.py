@@ -1,0 +1,61 @@
+"""What the built-in channels share: reading their options, and turning a body into redacted JSON bytes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spark_quarantine import user_config as uc
+from spark_quarantine._logging import redact
+from spark_quarantine.alerts._values import coerce, require, resolve_credential, validate_url
+from spark_quarantine.alerts.registry import ChannelConfig
+
+__all__ = ["json_bytes", "option", "redacted", "required_credential", "truncate", "url_option"]
+
+
+def option(config: ChannelConfig, name: str) -> Any:
+    """The typed value of a built-in channel's ``name`` option, or its documented default."""
+    key = config.key(name)
+    spec = uc.KEYS[key]
+    value = coerce(key, spec.type, config.options.get(name))
+    return spec.default if value is None else value
+
+
+def required_credential(config: ChannelConfig, name: str) -> str:
+    """A required credential option: present, tokens resolved, and registered for redaction."""
+    key = config.key(name)
+    value = require(key, option(config, name), enabled_key=config.key("enabled"))
+    resolved = resolve_credential(key, value)
+    require(key, resolved, enabled_key=config.key("enabled"))
+    return resolved
+
+
+def url_option(config: ChannelConfig, name: str = "webhook.url") -> str:
+    """A required URL option: resolved, registered for redaction, and ``https`` unless ``allow_http``."""
+    return validate_url(config.key(name), required_credential(config, name), allow_http=config.common.allow_http)
+
+
+def redacted(value: Any) -> Any:
+    """``value`` (JSON-like) with every known secret in its strings replaced by ``***``."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(k)): redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redacted(v) for v in value]
+    return value
+
+
+def json_bytes(body: Any, *, redact_secrets: bool = True) -> bytes:
+    """The body as compact UTF-8 JSON, secrets redacted: exactly the bytes sent (and signed).
+
+    ``redact_secrets=False`` is for a body whose credential fields were put back on purpose
+    after :func:`redacted` (the PagerDuty routing key).
+    """
+    data = redacted(body) if redact_secrets else body
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"

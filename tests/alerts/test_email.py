@@ -1,0 +1,111 @@
+"""The email channel against a real SMTP server (aiosmtpd) on 127.0.0.1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from spark_quarantine.alerts import email as email_channel
+from spark_quarantine.alerts import parse_notification_conf
+from spark_quarantine.errors import NotificationError
+from tests.alerts.helpers import BASE_CONF, N, SmtpServer, assert_golden, free_port, golden_alert
+
+
+def email_conf(port: int, **extra: Any) -> dict[str, Any]:
+    return {
+        **BASE_CONF,
+        N + "fail_on_error": True,
+        N + "email.enabled": True,
+        N + "email.smtp.host": "127.0.0.1",
+        N + "email.smtp.port": port,
+        N + "email.smtp.starttls": False,
+        N + "email.from": "Data Quality <dq@example.com>",
+        N + "email.to": "owner@example.com, oncall@example.org",
+        **{N + k: v for k, v in extra.items()},
+    }
+
+
+class TestMessage:
+    def test_headers_recipients_and_both_parts(self, smtp_server: SmtpServer) -> None:
+        """One multipart/alternative message reaches every recipient, with a text and an HTML part."""
+        parse_notification_conf(email_conf(smtp_server.port)).dispatch(golden_alert())
+        (received,) = smtp_server.recorder.messages
+        assert received.mail_from == "dq@example.com"
+        assert received.rcpt_tos == ("owner@example.com", "oncall@example.org")
+        message = received.message
+        assert message["Subject"] == "[spark_quarantine] [HIGH] Drop threshold breached: main.sales.orders"
+        assert message["From"] == "Data Quality <dq@example.com>"
+        assert message["To"] == "owner@example.com, oncall@example.org"
+        assert message["Message-ID"].endswith("@example.com>")
+        assert message["Date"]
+        assert message["X-Spark-Quarantine-Dedup-Key"] == golden_alert().dedup_key
+        assert message.get_content_type() == "multipart/alternative"
+        plain = message.get_body(preferencelist=("plain",))
+        html = message.get_body(preferencelist=("html",))
+        assert plain is not None and html is not None
+        text, markup = plain.get_content(), html.get_content()
+        for expected in ("main.sales.orders", "run-0001", "120", "12.00%", "amount_positive", "orders_errors"):
+            assert expected in text and expected in markup
+        assert "a &lt;b&gt; &amp; ü" in markup  # sample values are escaped in HTML
+        assert_golden(
+            "email.json",
+            {"subject": message["Subject"], "text": text.replace("\r\n", "\n"), "html": markup.replace("\r\n", "\n")},
+        )
+
+    def test_render_matches_golden(self) -> None:
+        """render() gives the subject and both parts that are sent."""
+        assert_golden("email.json", email_channel.render(golden_alert()))
+
+    def test_custom_subject(self, smtp_server: SmtpServer) -> None:
+        """email.subject may use the alert's fields as placeholders."""
+        conf = email_conf(smtp_server.port, **{"email.subject": "DQ {priority}: {target_table} ({kind}, run {run_id})"})
+        parse_notification_conf(conf).dispatch(golden_alert())
+        (received,) = smtp_server.recorder.messages
+        assert received.message["Subject"] == "DQ high: main.sales.orders (drop_threshold, run run-0001)"
+
+    def test_login(self, smtp_auth_server: SmtpServer) -> None:
+        """With smtp.user and smtp.password the client logs in (allowed without TLS only with allow_http)."""
+        conf = email_conf(
+            smtp_auth_server.port, **{"email.smtp.user": "dq-bot", "email.smtp.password": "smtp-pa55word-XYZ"}
+        )
+        parse_notification_conf(conf).dispatch(golden_alert())
+        assert smtp_auth_server.recorder.logins == [("dq-bot", "smtp-pa55word-XYZ")]
+        assert len(smtp_auth_server.recorder.messages) == 1
+
+
+class TestFailures:
+    def test_transient_error_is_retried(self, smtp_server: SmtpServer) -> None:
+        """A 451 answer to DATA is retried on a new connection."""
+        smtp_server.recorder.answers.append("451 try again later")
+        parse_notification_conf(email_conf(smtp_server.port)).dispatch(golden_alert())
+        assert smtp_server.recorder.data_attempts == 2
+        assert len(smtp_server.recorder.messages) == 1
+
+    def test_permanent_error_fails_at_once(self, smtp_server: SmtpServer) -> None:
+        """A 554 answer fails the channel without a retry."""
+        smtp_server.recorder.answers.append("554 rejected")
+        with pytest.raises(NotificationError, match="SMTP 554"):
+            parse_notification_conf(email_conf(smtp_server.port)).dispatch(golden_alert())
+        assert smtp_server.recorder.data_attempts == 1
+
+    def test_starttls_required_but_not_offered(self, smtp_server: SmtpServer) -> None:
+        """With smtp.starttls (the default) a server without STARTTLS is a failure, not a plain-text send."""
+        conf = email_conf(smtp_server.port, **{"email.smtp.starttls": True})
+        with pytest.raises(NotificationError, match="STARTTLS"):
+            parse_notification_conf(conf).dispatch(golden_alert())
+        assert smtp_server.recorder.messages == []
+
+    def test_wrong_password_is_reported_without_the_password(self, smtp_auth_server: SmtpServer) -> None:
+        """A failed login names the SMTP code and never the password."""
+        conf = email_conf(
+            smtp_auth_server.port, **{"email.smtp.user": "dq-bot", "email.smtp.password": "wrong-pa55word-ABC"}
+        )
+        with pytest.raises(NotificationError) as info:
+            parse_notification_conf(conf).dispatch(golden_alert())
+        assert "SMTP 535" in str(info.value) and "wrong-pa55word-ABC" not in str(info.value)
+
+    def test_unreachable_server(self) -> None:
+        """A closed port fails the channel after the retries."""
+        with pytest.raises(NotificationError, match="connection failed"):
+            parse_notification_conf(email_conf(free_port(), **{"max.retries": 1})).dispatch(golden_alert())

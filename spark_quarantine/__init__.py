@@ -6,6 +6,14 @@ fail the job as each rule says, and every failing row is written to an error tab
 """
 
 from spark_quarantine._version import __version__
+from spark_quarantine.alerts import (
+    Alert,
+    NotificationSettings,
+    Notifier,
+    RuleBreach,
+    parse_notification_conf,
+    register_notifier,
+)
 from spark_quarantine.decorator import with_quarantine
 from spark_quarantine.end_to_end import (
     InputConfig,
@@ -20,6 +28,7 @@ from spark_quarantine.end_to_end import (
 from spark_quarantine.errors import (
     ConfigError,
     InvalidParameterError,
+    NotificationError,
     Problem,
     QuarantineFailure,
     RuleValidationError,
@@ -35,14 +44,19 @@ from spark_quarantine.session import local_spark
 
 __all__ = [
     "Action",
+    "Alert",
     "ConfigError",
     "InputConfig",
     "InvalidParameterError",
+    "NotificationError",
+    "NotificationSettings",
+    "Notifier",
     "OutputConfig",
     "Priority",
     "Problem",
     "QuarantineFailure",
     "Rule",
+    "RuleBreach",
     "RuleValidationError",
     "RunConfig",
     "RunResult",
@@ -58,5 +72,7 @@ __all__ = [
     "apply_checks_by_metadata_and_save_in_table",
     "load_rules",
     "local_spark",
+    "parse_notification_conf",
+    "register_notifier",
     "with_quarantine",
 ]

@@ -25,6 +25,7 @@ class Settings:
     rules_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     error_table_enabled: bool = True
     input_cache: str = "auto"
+    reference_dataframes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
 
@@ -32,6 +33,7 @@ _FIELD_OF = {
     uc.RULES_PARAMS: "rules_params",
     uc.ERROR_TABLE_ENABLED: "error_table_enabled",
     uc.INPUT_CACHE: "input_cache",
+    uc.REFERENCE_DATAFRAMES: "reference_dataframes",
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,8 +84,11 @@ def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
     parsed: list[tuple[Rule, Column]] = []
     with _quiet_pyspark_errors():
         for rule in enabled:
+            if compiled_kind(rule) == "dataset":
+                problems.extend(_dataset_problems(df, rule))
+                continue
             try:
-                parsed.append((rule, F.expr(rule.expectation)))
+                parsed.append((rule, rule_condition(rule)))
             except ParseException as exc:
                 problems.append(
                     _problem(rule, "SQ-R020", f"expectation {rule.expectation!r} does not parse: {_first_line(exc)}")
@@ -96,6 +99,34 @@ def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
     if errors:
         raise RuleValidationError(errors)
     return [p for p in problems if p.severity != "error"]
+
+
+def _dataset_problems(df: DataFrame, rule: Rule) -> list[Problem]:
+    """Columns of a dataset-level check exist; a whole-dataset aggregate cannot drop; no filter."""
+    from spark_quarantine.dataset_checks import bind_dataset_check
+
+    assert rule.check is not None
+    check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
+    problems = []
+    missing = [c for c in (*check.columns, *check.group_by) if c not in df.columns]
+    if missing:
+        problems.append(
+            _problem(
+                rule, "SQ-R021", f"{rule.check.function} names column(s) the DataFrame lacks: {', '.join(missing)}"
+            )
+        )
+    if check.whole_dataset and rule.action_if_failed is Action.DROP:
+        problems.append(
+            _problem(
+                rule,
+                "SQ-R019",
+                f"{rule.check.function} without group_by judges the whole dataset: it can fail the run "
+                "(action_if_failed: fail) or warn (ignore), not drop rows",
+            )
+        )
+    if rule.filter:
+        problems.append(_problem(rule, "SQ-R017", "'filter' is not supported on dataset-level checks"))
+    return problems
 
 
 def _analyse(df: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
@@ -223,6 +254,8 @@ class Flagged:
     columns: tuple[str, ...]
     rules: tuple[Rule, ...]
     flags: tuple[str, ...]
+    #: Whole-dataset aggregate rules: (rule, metric column of the aggregate), judged after the pass.
+    dataset_metrics: tuple[tuple[Rule, Column], ...] = ()
 
     @property
     def helper_columns(self) -> tuple[str, ...]:
@@ -231,7 +264,10 @@ class Flagged:
     def kept(self, frame: DataFrame | None = None) -> DataFrame:
         """Rows that failed no ``drop`` rule, with only the input's columns."""
         source = self.df if frame is None else frame
-        return source.filter(~F.col(DROP_FLAG)).drop(*self.helper_columns)
+        return source.filter(~F.col(DROP_FLAG)).select(*[col(c) for c in self.columns])
+
+    def with_frame(self, frame: DataFrame) -> Flagged:
+        return Flagged(frame, self.columns, self.rules, self.flags, self.dataset_metrics)
 
     def failed(self, frame: DataFrame | None = None) -> DataFrame:
         """Rows that failed at least one rule, still carrying the flags."""
@@ -239,18 +275,59 @@ class Flagged:
         return source.filter(F.col(ANY_FLAG))
 
 
-def flag_rows(df: DataFrame, rules: Sequence[Rule], *, coerce_to_drop: bool = False) -> Flagged:
+def rule_condition(rule: Rule) -> Column:
+    """The rule's pass condition for row and custom checks (TRUE = pass), its filter applied."""
+    if rule.check is not None and compiled_kind(rule) == "custom":
+        from spark_quarantine import checks
+
+        condition: Column = checks.compile_check(rule.check.function, dict(rule.check.arguments))
+    else:
+        condition = F.expr(rule.expectation)
+    if rule.filter:
+        condition = ~F.coalesce(F.expr(rule.filter), F.lit(False)) | F.coalesce(condition, F.lit(False))
+    return condition
+
+
+def compiled_kind(rule: Rule) -> str:
+    """``row``, ``custom`` or ``dataset``."""
+    if rule.check is None:
+        return "row"
+    from spark_quarantine.compile_checks import is_dataset_check
+
+    if is_dataset_check(rule.check.function):
+        return "dataset"
+    from spark_quarantine import checks
+
+    return "row" if checks.get_check(rule.check.function).builtin else "custom"
+
+
+def flag_rows(
+    df: DataFrame,
+    rules: Sequence[Rule],
+    *,
+    coerce_to_drop: bool = False,
+    references: Mapping[str, DataFrame] | None = None,
+) -> Flagged:
     """Add failure flags for every enabled rule in a single projection.
 
     A flag is TRUE when the expectation is FALSE or NULL. With ``coerce_to_drop`` every
-    rule counts towards ``drop`` (the DLQ mode).
+    rule counts towards ``drop`` (the DLQ mode). Dataset-level rules add their window or
+    join first (one shuffle at most each); whole-dataset aggregates become metrics.
     """
     enabled = tuple(r for r in rules if r.enabled)
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
-    flag_columns = [
-        (~F.coalesce(F.expr(rule.expectation), F.lit(False))).alias(name)
-        for rule, name in zip(enabled, flags, strict=True)
-    ]
+    columns = tuple(df.columns)
+    source = df
+    flag_columns: list[Column] = []
+    metrics: list[tuple[Rule, Column]] = []
+    for i, (rule, name) in enumerate(zip(enabled, flags, strict=True)):
+        if compiled_kind(rule) == "dataset":
+            source, failed, metric = _dataset_flag(source, rule, i, references or {})
+            if metric is not None:
+                metrics.append((rule, metric))
+            flag_columns.append(failed.alias(name))
+        else:
+            flag_columns.append((~F.coalesce(rule_condition(rule), F.lit(False))).alias(name))
     is_drop = [
         F.col(name)
         for rule, name in zip(enabled, flags, strict=True)
@@ -258,9 +335,69 @@ def flag_rows(df: DataFrame, rules: Sequence[Rule], *, coerce_to_drop: bool = Fa
     ]
     drop = _any(is_drop).alias(DROP_FLAG)
     anything = _any([F.col(n) for n in flags]).alias(ANY_FLAG)
-    columns = tuple(df.columns)
-    flagged = df.select("*", *flag_columns).select("*", drop, anything)
-    return Flagged(df=flagged, columns=columns, rules=enabled, flags=flags)
+    flagged = source.select(*[col(c) for c in columns], *flag_columns).select("*", drop, anything)
+    return Flagged(df=flagged, columns=columns, rules=enabled, flags=flags, dataset_metrics=tuple(metrics))
+
+
+def _aggregate(kind: str, column: Column) -> Column:
+    if kind == "count_distinct":
+        return F.size(F.collect_set(column))
+    return {"count": F.count, "sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}[kind](column)
+
+
+def _compare(value: Column, check: Any) -> Column:
+    limit = F.lit(check.limit)
+    return {"<=": value <= limit, ">=": value >= limit, "=": value == limit}[check.comparison]
+
+
+def _dataset_flag(
+    df: DataFrame, rule: Rule, index: int, references: Mapping[str, DataFrame]
+) -> tuple[DataFrame, Column, Column | None]:
+    """(frame with any helper columns, failure flag, whole-dataset metric or None)."""
+    from pyspark.sql.window import Window
+
+    from spark_quarantine.dataset_checks import bind_dataset_check
+
+    assert rule.check is not None
+    check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
+    keys = [col(c) for c in check.columns]
+    if check.function == "is_unique":
+        duplicated = F.count(F.lit(1)).over(Window.partitionBy(*keys)) > 1
+        if check.nulls_distinct:
+            duplicated = duplicated & _all_not_null(keys)
+        return df, duplicated, None
+    if check.function == "foreign_key":
+        reference = references.get(check.ref_df_name or "") if check.ref_df_name else None
+        if reference is None:
+            reference = df.sparkSession.read.table(check.ref_table or "")
+        names = [f"{FLAG_PREFIX}fk{index}_{j}" for j in range(len(check.ref_columns))]
+        marker = f"{FLAG_PREFIX}fk{index}"
+        ref_keys = (
+            reference.select(*[col(r).alias(n) for r, n in zip(check.ref_columns, names, strict=True)])
+            .distinct()
+            .withColumn(marker, F.lit(True))
+        )
+        condition = _all([k == F.col(n) for k, n in zip(keys, names, strict=True)])
+        joined = df.join(ref_keys, condition, "left")
+        found = F.col(marker).isNotNull()
+        failed = found if check.negate else (~found & _all_not_null(keys))
+        return joined, failed, None
+    value = _aggregate(check.aggr_type, col(check.columns[0]))
+    if check.group_by:
+        windowed = value.over(Window.partitionBy(*[col(g) for g in check.group_by]))
+        return df, ~F.coalesce(_compare(windowed, check), F.lit(False)), None
+    return df, F.lit(False), value
+
+
+def _all_not_null(columns: list[Column]) -> Column:
+    return _all([c.isNotNull() for c in columns])
+
+
+def _all(columns: list[Column]) -> Column:
+    result = columns[0]
+    for c in columns[1:]:
+        result = result & c
+    return result
 
 
 def _any(columns: list[Column]) -> Column:
@@ -293,6 +430,10 @@ def observed_counts(flagged: Flagged, observation: Observation) -> DataFrame:
 def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int, int, int, dict[str, int]]:
     """(input_rows, dropped_rows, error_rows, rule name to failures) from observed metrics."""
     per_rule = {rule.name: int(metrics.get(f"rule_{i}") or 0) for i, rule in enumerate(flagged.rules)}
+    input_rows = int(metrics.get("input_rows") or 0)
+    for i, (rule, _) in enumerate(flagged.dataset_metrics):
+        if metrics.get(f"dataset_{i}") is not True:  # FALSE or NULL: the whole dataset fails the rule
+            per_rule[rule.name] = input_rows
     return (
         int(metrics.get("input_rows") or 0),
         int(metrics.get("dropped_rows") or 0),
@@ -318,6 +459,8 @@ def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Colum
             ("priority", rule.priority.value),
         ):
             pairs += [F.lit(key), F.lit(value)]
+        if rule.message:
+            pairs += [F.lit("message"), F.coalesce(F.expr(rule.message), F.lit(rule.expectation))]
         entries.append(F.when(F.col(flag), F.create_map(*pairs)))
     if not entries:
         return F.array().cast("array<map<string,string>>")

@@ -49,9 +49,12 @@ CRITICALITY_ACTIONS = {"error": Action.DROP, "warn": Action.IGNORE}
 
 @dataclass(frozen=True)
 class Rule:
-    """One row rule: a Spark SQL boolean expression and what to do with rows that fail it.
+    """One rule: a Spark SQL boolean expression (or a named check) and what to do with rows that fail it.
 
-    A row passes only when ``expectation`` evaluates to TRUE: FALSE *and NULL* fail.
+    A row passes only when ``expectation`` evaluates to TRUE: FALSE *and NULL* fail. A rule
+    made from ``check: {function, arguments}`` keeps the check in ``check``; built-in row
+    checks also fill ``expectation`` with their SQL and ``message`` with the SQL of the
+    failure message. With ``filter`` the rule applies only to rows where the filter is TRUE.
     """
 
     name: str
@@ -63,6 +66,9 @@ class Rule:
     enabled: bool = True
     enable_error_drop_alert: bool = False
     error_drop_threshold: float = 100.0
+    check: CheckSpec | None = None
+    filter: str | None = None
+    message: str | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
@@ -91,6 +97,12 @@ class Rule:
             "enabled": self.enabled,
             "enable_error_drop_alert": self.enable_error_drop_alert,
             "error_drop_threshold": self.error_drop_threshold,
+            **(
+                {"check": {"function": self.check.function, "arguments": dict(self.check.arguments)}}
+                if self.check
+                else {}
+            ),
+            **({"filter": self.filter} if self.filter else {}),
         }
 
     @property
@@ -103,6 +115,19 @@ class Rule:
 
 RuleSet = tuple[Rule, ...]
 
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A named check and its arguments, as written under ``check:`` in a rule."""
+
+    function: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+        return f"{self.function}({args})"
+
+
 _FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "name": (str, "a string"),
     "expectation": (str, "a string"),
@@ -114,8 +139,11 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "enabled": (bool, "true or false"),
     "enable_error_drop_alert": (bool, "true or false"),
     "error_drop_threshold": ((int, float), "a number from 0 to 100"),
+    "check": (Mapping, "a mapping with 'function' and 'arguments'"),
+    "filter": (str, "a Spark SQL boolean expression"),
 }
 _REQUIRED = ("name", "expectation")
+_CHECK_KEYS = ("function", "arguments", "for_each_column")
 
 
 class _LineDict(dict[str, Any]):
@@ -218,20 +246,19 @@ def _parse_entries(
     rules: list[Rule] = []
     problems: list[Problem] = []
     for index, entry in enumerate(entries):
-        rule, entry_problems = _parse_entry(entry, index=index, file=file, params=params)
+        parsed, entry_problems = _parse_entry(entry, index=index, file=file, params=params)
         problems.extend(entry_problems)
-        if rule is not None:
-            rules.append(rule)
+        rules.extend(parsed)
     return rules, problems
 
 
 def _parse_entry(
     entry: Any, *, index: int, file: str | None, params: Mapping[str, Any]
-) -> tuple[Rule | None, list[Problem]]:
+) -> tuple[list[Rule], list[Problem]]:
     if isinstance(entry, Rule):
-        return entry, []
+        return [entry], []
     if not isinstance(entry, Mapping):
-        return None, [
+        return [], [
             Problem(
                 "SQ-R004",
                 f"rule #{index + 1} must be a mapping of rule fields, found a {type(entry).__name__}",
@@ -253,7 +280,12 @@ def _parse_entry(
                 f"unknown key '{key}'; expected one of {', '.join(sorted(_FIELDS))}",
                 str(key),
             )
+    has_check = entry.get("check") is not None
+    if has_check and entry.get("expectation") is not None:
+        problem("SQ-R005", "give either 'expectation' or 'check', not both", "check")
     for key in _REQUIRED:
+        if has_check:
+            break  # a check rule needs no expectation, and its name can be derived
         if key not in entry or entry[key] is None:
             problem("SQ-R006", f"required key '{key}' is missing")
     if "action_if_failed" not in entry and "criticality" not in entry:
@@ -276,7 +308,7 @@ def _parse_entry(
             continue
         values[key] = value
 
-    for key in ("name", "expectation", "tag", "description"):
+    for key in ("name", "expectation", "tag", "description", "filter"):
         if isinstance(values.get(key), str):
             try:
                 values[key] = resolve_tokens(values[key], params=params, allow_secrets=False)
@@ -334,12 +366,23 @@ def _parse_entry(
                 "error_drop_threshold",
             )
 
-    if problems or action is None or "name" not in values or "expectation" not in values:
-        return None, problems
-    return (
+    if "filter" in values and not values["filter"].strip():
+        problem("SQ-R011", "'filter' is empty", "filter")
+
+    expanded: list[tuple[str, str, str | None, CheckSpec | None]] = []
+    if has_check and "check" in values:
+        expanded, check_problems = _expand_check(values["check"], values.get("name"), params)
+        for code, message in check_problems:
+            problem(code, message, "check")
+    elif "name" in values and "expectation" in values:
+        expanded = [(values["name"].strip(), values["expectation"].strip(), None, None)]
+
+    if problems or action is None or not expanded:
+        return [], problems
+    rules = [
         Rule(
-            name=values["name"].strip(),
-            expectation=values["expectation"].strip(),
+            name=rule_name,
+            expectation=expectation,
             action_if_failed=action,
             tag=values.get("tag", ""),
             description=values.get("description", ""),
@@ -347,11 +390,66 @@ def _parse_entry(
             enabled=values.get("enabled", True),
             enable_error_drop_alert=values.get("enable_error_drop_alert", False),
             error_drop_threshold=threshold,
+            check=spec,
+            filter=values["filter"].strip() if values.get("filter") else None,
+            message=message,
             source=file,
             line=_line_of(entry),
-        ),
-        [],
-    )
+        )
+        for rule_name, expectation, message, spec in expanded
+    ]
+    return rules, []
+
+
+def _expand_check(
+    raw: Mapping[str, Any], name: str | None, params: Mapping[str, Any]
+) -> tuple[list[tuple[str, str, str | None, CheckSpec | None]], list[tuple[str, str]]]:
+    """One (name, expectation, message, spec) per column of a ``check:``; problems as (code, message)."""
+    from spark_quarantine.compile_checks import compile_rule_check
+
+    problems: list[tuple[str, str]] = []
+    unknown = [k for k in raw if k not in _CHECK_KEYS]
+    if unknown:
+        problems.append(("SQ-R005", f"unknown key(s) {unknown} in 'check'; expected {', '.join(_CHECK_KEYS)}"))
+    function = raw.get("function")
+    if not isinstance(function, str) or not function.strip():
+        problems.append(("SQ-R006", "'check' needs 'function', the name of a check"))
+        return [], problems
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        problems.append(("SQ-R007", f"'check.arguments' must be a mapping, found {type(arguments).__name__}"))
+        return [], problems
+    arguments = {str(k): _resolve_argument(v, params) for k, v in arguments.items()}
+    columns = raw.get("for_each_column")
+    if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+        problems.append(("SQ-R007", "'check.for_each_column' must be a list of column names"))
+        return [], problems
+    targets: list[dict[str, Any]] = [{**arguments, "column": c} for c in columns] if columns else [arguments]
+    expanded: list[tuple[str, str, str | None, CheckSpec | None]] = []
+    for args in targets:
+        try:
+            compiled = compile_rule_check(function.strip(), args)
+        except ValueError as exc:
+            code = getattr(exc, "code", "SQ-R017")
+            problems.append((code, str(getattr(exc, "message", exc))))
+            continue
+        if name and columns:
+            rule_name = f"{name}_{args['column']}"
+        elif name:
+            rule_name = name.strip()
+        else:
+            rule_name = compiled.default_name
+        expanded.append((rule_name, compiled.expectation, compiled.message, CheckSpec(function.strip(), args)))
+    return expanded, problems
+
+
+def _resolve_argument(value: Any, params: Mapping[str, Any]) -> Any:
+    if isinstance(value, str):
+        try:
+            return resolve_tokens(value, params=params, allow_secrets=False)
+        except TokenError:
+            return value
+    return value
 
 
 def duplicate_name_problems(rules: Sequence[Rule]) -> list[Problem]:

@@ -116,7 +116,7 @@ def run_checks(
     warnings = [*extra_warnings, *check_rules_against(df, rules)]
     for warning in warnings:
         log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
-    flagged = flag_rows(df, rules, coerce_to_drop=coerce_to_drop)
+    flagged = flag_rows(df, rules, coerce_to_drop=coerce_to_drop, references=settings.reference_dataframes)
     if precheck is not None:
         precheck(flagged, session)
     if write_errors is None and write_annotated is None:
@@ -141,7 +141,7 @@ def run_checks(
     cached = should_cache(df, settings) or not observe
     frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
     observation = Observation()
-    observed = observed_counts(Flagged(frame, flagged.columns, flagged.rules, flagged.flags), observation)
+    observed = observed_counts(flagged.with_frame(frame), observation)
     fail_rules = [r for r in flagged.rules if r.action_if_failed is Action.FAIL and not coerce_to_drop]
     written: list[str] = []
     counts: tuple[int, int, int, dict[str, int]] | None = None

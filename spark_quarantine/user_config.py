@@ -51,6 +51,7 @@ __all__ = [
     "PAGERDUTY_INTEGRATION_KEY",
     "PAGERDUTY_WEBHOOK_URL",
     "PREFIX",
+    "REFERENCE_DATAFRAMES",
     "RULES_PARAMS",
     "SLACK_ENABLED",
     "SLACK_WEBHOOK_URL",
@@ -85,6 +86,8 @@ RULES_PARAMS = "spark.quarantine.rules.params"
 ERROR_TABLE_ENABLED = "spark.quarantine.error_table.enabled"
 #: How the input is kept for the two writes: ``auto`` (default), ``cache`` or ``reread``.
 INPUT_CACHE = "spark.quarantine.input.cache"
+#: DataFrames that ``foreign_key`` checks name with ``ref_df_name`` (a dict of name to DataFrame).
+REFERENCE_DATAFRAMES = "spark.quarantine.reference_dataframes"
 
 #: Prefix of every notification key; ``parse_notification_conf`` reads only keys below it.
 NOTIFICATIONS_PREFIX = "spark.quarantine.notifications."
@@ -173,6 +176,12 @@ KEYS: dict[str, KeySpec] = {
             "How the input is computed once for several writes: `auto` caches only inputs "
             "that are expensive or not deterministic, `cache` always caches, `reread` never does.",
             choices=("auto", "cache", "reread"),
+        ),
+        KeySpec(
+            REFERENCE_DATAFRAMES,
+            "dict",
+            {},
+            "Reference DataFrames for `foreign_key` checks, by the name their `ref_df_name` argument gives.",
         ),
         # Notifications: common to every channel.
         KeySpec(

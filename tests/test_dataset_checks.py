@@ -1,0 +1,144 @@
+"""Dataset-level checks: is_unique, foreign_key and aggregate rules, grouped and whole-dataset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_quarantine import QuarantineFailure, RuleValidationError, load_rules, with_quarantine
+
+
+def check(function: str, action: str = "drop", name: str | None = None, **arguments: Any) -> dict[str, Any]:
+    rule: dict[str, Any] = {"check": {"function": function, "arguments": arguments}, "action_if_failed": action}
+    if name:
+        rule["name"] = name
+    return rule
+
+
+@pytest.fixture(scope="module")
+def orders(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame(
+        [
+            (1, "a", 10, "EU"),
+            (2, "a", 20, "EU"),
+            (2, "b", 30, "US"),
+            (None, "c", 40, "US"),
+            (None, "c", 50, "US"),
+            (4, None, 60, "APAC"),
+        ],
+        "id long, customer string, amount int, region string",
+    )
+
+
+def run(spark: SparkSession, table: str, df: DataFrame, rules: list[dict[str, Any]], **conf: Any) -> Any:
+    @with_quarantine(rules=rules, target_table=table, user_conf=conf or None)
+    def pipeline() -> DataFrame:
+        return df
+
+    kept = pipeline()
+    errors = {}
+    if spark.catalog.tableExists(f"{table}_error"):
+        for row in spark.read.table(f"{table}_error").collect():
+            errors[(row["id"], row["amount"])] = sorted(m["rule"] for m in row["meta_row_dq_results"])
+    return pipeline.last_run, sorted(r["amount"] for r in kept.collect()), errors
+
+
+class TestIsUnique:
+    def test_duplicates_fail_and_null_keys_are_distinct(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        """id 2 twice fails both rows; the two NULL ids do not collide by default."""
+        result, kept, errors = run(spark, table, orders, [check("is_unique", columns=["id"])])
+        assert kept == [10, 40, 50, 60]
+        assert set(errors) == {(2, 20), (2, 30)}
+        assert errors[(2, 20)] == ["id_is_unique"]
+        assert result.rule_failures == {"id_is_unique": 2}
+
+    def test_nulls_can_be_equal_and_keys_composite(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """nulls_distinct=False makes the NULL ids collide; a composite key looks at both columns."""
+        _, _, errors = run(spark, table, orders, [check("is_unique", columns=["id"], nulls_distinct=False)])
+        assert set(errors) == {(2, 20), (2, 30), (None, 40), (None, 50)}
+        _, kept, _ = run(spark, f"{table}_2", orders, [check("is_unique", columns=["id", "customer"])])
+        assert kept == [10, 20, 30, 40, 50, 60]
+
+
+class TestForeignKey:
+    def test_a_missing_key_fails_against_a_table(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """Customers not in the reference table fail; a NULL key passes."""
+        spark.createDataFrame([("a",), ("b",), ("b",)], "code string").write.format("delta").saveAsTable(f"{table}_ref")
+        rule = check(
+            "foreign_key", name="known_customer", columns=["customer"], ref_columns=["code"], ref_table=f"{table}_ref"
+        )
+        result, kept, errors = run(spark, table, orders, [rule])
+        assert set(errors) == {(None, 40), (None, 50)}  # customer 'c'
+        assert kept == [10, 20, 30, 60]  # duplicates in the reference do not multiply rows
+        assert result.input_rows == 6
+
+    def test_a_reference_dataframe_by_name_and_negate(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """ref_df_name looks up spark.quarantine.reference_dataframes; negate flips the test."""
+        banned = spark.createDataFrame([("US",)], "region string")
+        rule = check("foreign_key", name="not_banned", action="ignore", columns=["region"], ref_columns=["region"],
+                     ref_df_name="banned", negate=True)  # fmt: skip
+        conf = {"spark.quarantine.reference_dataframes": {"banned": banned}}
+        result, kept, errors = run(spark, table, orders, [rule], **conf)
+        assert len(kept) == 6 and result.rule_failures == {"not_banned": 3}
+
+
+class TestAggregates:
+    def test_a_grouped_aggregate_marks_every_row_of_a_failing_group(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        """Regions with more than 2 orders fail: all 3 US rows."""
+        rule = check("is_aggr_not_greater_than", name="small_regions", column="amount", limit=2, group_by=["region"])
+        _, kept, errors = run(spark, table, orders, [rule])
+        assert kept == [10, 20, 60]
+        assert {amount for _, amount in errors} == {30, 40, 50}
+
+    def test_a_grouped_sum_at_the_limit_passes(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """sum per region >= 30: EU (30) passes at the limit, APAC (60) passes, nothing fails."""
+        rule = check("is_aggr_not_less_than", column="amount", limit=30, aggr_type="sum", group_by=["region"])
+        result, kept, _ = run(spark, table, orders, [rule])
+        assert len(kept) == 6 and result.rule_failures == {"amount_is_aggr_not_less_than": 0}
+
+    def test_a_whole_dataset_rule_fails_the_run_through_observe(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        """count(*) >= 10 fails the whole dataset: a fail rule raises and no target rows are written."""
+        rule = check("is_aggr_not_less_than", action="fail", name="enough_rows", column="id", limit=10)
+        with pytest.raises(QuarantineFailure) as info:
+            run(spark, table, orders, [rule])
+        assert info.value.failed_rules == {"enough_rows": 6}
+
+    def test_a_whole_dataset_rule_can_warn(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """With ignore the run passes, every row kept, the rule reported as failed for all rows."""
+        rules = [check("is_aggr_equal", action="ignore", name="six", column="id", limit=6),
+                 check("is_aggr_equal", action="ignore", name="five", column="id", limit=5, aggr_type="count")]  # fmt: skip
+        result, kept, _ = run(spark, table, orders, rules)
+        assert len(kept) == 6
+        assert result.rule_failures == {"six": 6, "five": 6}  # count(id) ignores NULL ids: 4
+
+    def test_a_whole_dataset_rule_cannot_drop(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """SQ-R019 before any job."""
+        with pytest.raises(RuleValidationError) as info:
+            run(spark, table, orders, [check("is_aggr_not_greater_than", column="id", limit=1)])
+        assert info.value.code == "SQ-R019"
+
+
+class TestArguments:
+    def test_bad_arguments_are_reported_at_load(self) -> None:
+        """Unknown or missing arguments, mismatched key lengths: SQ-R017 with the rule's place."""
+        with pytest.raises(RuleValidationError) as info:
+            load_rules([check("is_unique", cols=["id"]), check("foreign_key", columns=["a", "b"], ref_columns=["x"],
+                                                               ref_table="t")])  # fmt: skip
+        assert info.value.codes == ("SQ-R017", "SQ-R017")
+        assert "columns" in str(info.value)
+
+    def test_missing_columns_are_reported_against_the_dataframe(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        """A key column the DataFrame lacks is SQ-R021."""
+        with pytest.raises(RuleValidationError) as info:
+            run(spark, table, orders, [check("is_unique", columns=["nope"])])
+        assert info.value.code == "SQ-R021"

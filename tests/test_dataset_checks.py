@@ -79,10 +79,17 @@ class TestForeignKey:
     def test_a_reference_dataframe_by_name_and_negate(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
         """ref_df_name looks up spark.quarantine.reference_dataframes; negate flips the test."""
         banned = spark.createDataFrame([("US",)], "region string")
-        rule = check("foreign_key", name="not_banned", action="ignore", columns=["region"], ref_columns=["region"],
-                     ref_df_name="banned", negate=True)  # fmt: skip
+        rule = check(
+            "foreign_key",
+            name="not_banned",
+            action="ignore",
+            columns=["region"],
+            ref_columns=["region"],
+            ref_df_name="banned",
+            negate=True,
+        )
         conf = {"spark.quarantine.reference_dataframes": {"banned": banned}}
-        result, kept, errors = run(spark, table, orders, [rule], **conf)
+        result, kept, _ = run(spark, table, orders, [rule], **conf)
         assert len(kept) == 6 and result.rule_failures == {"not_banned": 3}
 
 
@@ -113,8 +120,10 @@ class TestAggregates:
 
     def test_a_whole_dataset_rule_can_warn(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
         """With ignore the run passes, every row kept, the rule reported as failed for all rows."""
-        rules = [check("is_aggr_equal", action="ignore", name="six", column="id", limit=6),
-                 check("is_aggr_equal", action="ignore", name="five", column="id", limit=5, aggr_type="count")]  # fmt: skip
+        rules = [
+            check("is_aggr_equal", action="ignore", name="six", column="id", limit=6),
+            check("is_aggr_equal", action="ignore", name="five", column="id", limit=5, aggr_type="count"),
+        ]
         result, kept, _ = run(spark, table, orders, rules)
         assert len(kept) == 6
         assert result.rule_failures == {"six": 6, "five": 6}  # count(id) ignores NULL ids: 4
@@ -130,8 +139,12 @@ class TestArguments:
     def test_bad_arguments_are_reported_at_load(self) -> None:
         """Unknown or missing arguments, mismatched key lengths: SQ-R017 with the rule's place."""
         with pytest.raises(RuleValidationError) as info:
-            load_rules([check("is_unique", cols=["id"]), check("foreign_key", columns=["a", "b"], ref_columns=["x"],
-                                                               ref_table="t")])  # fmt: skip
+            load_rules(
+                [
+                    check("is_unique", cols=["id"]),
+                    check("foreign_key", columns=["a", "b"], ref_columns=["x"], ref_table="t"),
+                ]
+            )
         assert info.value.codes == ("SQ-R017", "SQ-R017")
         assert "columns" in str(info.value)
 

@@ -22,6 +22,9 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 
 def load_rules(
     source: RuleSource | Any,
+    format: str | None = None,
+    product_id: str | None = None,
+    table_name: str | None = None,
     *,
     params: Mapping[str, Any] | None = None,
     user_conf: Mapping[str, Any] | None = None,
@@ -35,6 +38,12 @@ def load_rules(
 
     Every problem of every file is reported at once in one :class:`RuleValidationError`.
 
+    Rules of other tools are read too: ``format=`` one of ``spark_expectations``, ``dqx`` or
+    ``dlt`` (detected when omitted) converts a Spark Expectations rules table (by name) or
+    DataFrame (filtered by ``product_id`` and ``table_name``) or rule file, a DQX check list,
+    or a DLT / Lakehouse Plumber expectations file. What could not be converted is logged
+    as a warning (``rule_conversion``).
+
     Example::
 
         rules = load_rules("rules/orders.yaml", params={"max_amount": 10_000})
@@ -43,6 +52,9 @@ def load_rules(
         params = parse_user_conf(user_conf).rules_params if user_conf else {}
     elif user_conf and uc.RULES_PARAMS in user_conf:
         params = {**parse_user_conf(user_conf).rules_params, **params}
+    converted = _convert_foreign(source, format, product_id, table_name)
+    if converted is not None:
+        source = converted
     rules: list[Rule] = []
     problems: list[Problem] = []
     label = "rules"
@@ -82,6 +94,58 @@ def load_rules(
     if problems:
         raise RuleValidationError(problems)
     return tuple(rules)
+
+
+def _convert_foreign(source: Any, format: str | None, product_id: str | None, table_name: str | None) -> Any:
+    """Other tools' rules converted to our rule dicts, or None when ``source`` is in our format."""
+    if format is None and not _maybe_foreign(source):
+        return None
+    document = source
+    if format is None and isinstance(source, (str, os.PathLike)):
+        try:
+            import yaml
+
+            peeked = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+        except Exception:  # noqa: BLE001 - our own reader reports the problem with its line
+            return None
+        if not isinstance(peeked, (dict, list)) or (isinstance(peeked, dict) and "rules" in peeked):
+            return None
+        document = peeked
+    try:
+        from spark_quarantine import formats
+    except ImportError:  # pragma: no cover - converters not installed
+        return None
+    from spark_quarantine._logging import get_logger
+
+    if format is not None and isinstance(source, str) and not Path(source).exists():
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is not None:  # a Spark Expectations rules table by name
+            document = spark.read.table(source)
+    if format is None:
+        format = formats.detect_format(document)
+        if format is None:
+            return None
+        document = source if isinstance(source, (str, os.PathLike)) else document
+    conversion = formats.convert(document, format, product_id=product_id, table_name=table_name)
+    log = get_logger()
+    for note in conversion.notes:
+        log.warning("rule_conversion", format=conversion.format, note=note)
+    return list(conversion.rules)
+
+
+def _maybe_foreign(source: Any) -> bool:
+    """Could ``source`` be another tool's rules (worth asking the format detector)?"""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        return path.is_file() and path.suffix.lower() in (".yaml", ".yml", ".json")
+    if isinstance(source, Mapping):
+        return "rules" not in source
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
+        return any(isinstance(e, Mapping) and ("check" in e or "criticality" in e or "constraint" in e
+                                                or "rule_type" in e or "product_id" in e) for e in source)  # fmt: skip
+    return hasattr(source, "sparkSession")  # a DataFrame: a Spark Expectations rules table
 
 
 def _rule_files(path: Path, problems: list[Problem]) -> list[Path]:

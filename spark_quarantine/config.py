@@ -48,6 +48,8 @@ def parse_user_conf(user_conf: Mapping[str, Any] | None) -> Settings:
             f"user_conf must be a dict of setting name to value, found {type(user_conf).__name__}",
             code="SQ-C002",
         )
+    if any(isinstance(k, str) and k.startswith(_LEGACY_PREFIXES) for k in user_conf):
+        user_conf = _map_legacy_keys(user_conf)
     values: dict[str, Any] = {}
     notification_keys = {
         k: v for k, v in user_conf.items() if isinstance(k, str) and k.startswith(uc.NOTIFICATIONS_PREFIX)
@@ -61,6 +63,21 @@ def parse_user_conf(user_conf: Mapping[str, Any] | None) -> Settings:
         spec = uc.KEYS[key]
         values[_FIELD_OF[key]] = _coerce(spec, value)
     return Settings(**values)
+
+
+_LEGACY_PREFIXES = ("spark.expectations.", "se.", "se_")
+
+
+def _map_legacy_keys(user_conf: Mapping[str, Any]) -> dict[str, Any]:
+    """Spark Expectations keys mapped to ours, each with a deprecation warning."""
+    import warnings
+
+    from spark_quarantine.formats import map_spark_expectations_conf
+
+    mapped, messages = map_spark_expectations_conf(user_conf)
+    for message in messages:
+        warnings.warn(message, DeprecationWarning, stacklevel=4)
+    return mapped
 
 
 def _unknown_key_message(key: object) -> str:

@@ -40,3 +40,20 @@ def _generate() -> None:
 
 
 _generate()
+
+
+def _generate_checks() -> None:
+    """Write the reference table of built-in row checks from the check registry."""
+    from spark_quarantine.checks import registered_checks
+
+    out = Path(__file__).parent / "_generated"
+    out.mkdir(exist_ok=True)
+    lines = ["| check | a NULL value | what it checks |", "|---|---|---|"]
+    for definition in registered_checks().values():
+        if definition.builtin:
+            cells = (f"`{definition.signature}`", definition.nulls, definition.doc)
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    (out / "checks.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+_generate_checks()

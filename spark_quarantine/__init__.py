@@ -14,6 +14,7 @@ from spark_quarantine.alerts import (
     parse_notification_conf,
     register_notifier,
 )
+from spark_quarantine.checks import CheckError, register_check
 from spark_quarantine.decorator import with_quarantine
 from spark_quarantine.end_to_end import (
     InputConfig,
@@ -45,6 +46,7 @@ from spark_quarantine.session import local_spark
 __all__ = [
     "Action",
     "Alert",
+    "CheckError",
     "ConfigError",
     "InputConfig",
     "InvalidParameterError",
@@ -73,6 +75,7 @@ __all__ = [
     "load_rules",
     "local_spark",
     "parse_notification_conf",
+    "register_check",
     "register_notifier",
     "with_quarantine",
 ]

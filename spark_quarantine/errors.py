@@ -48,6 +48,10 @@ CODES: dict[str, str] = {
     "SQ-R013": "a ${name} placeholder has no value in spark.quarantine.rules.params",
     "SQ-R014": "the rule set is empty",
     "SQ-R015": "rule source is of a type load_rules does not accept",
+    "SQ-R016": "a check names a function that is not registered",
+    "SQ-R017": "a check's arguments do not fit its function",
+    "SQ-R018": "rule source unreadable or in no known format",
+    "SQ-R019": "a whole-dataset aggregate rule cannot drop rows",
     # Rules checked against the DataFrame (analysis only, no Spark job).
     "SQ-R020": "expectation does not parse as Spark SQL",
     "SQ-R021": "expectation names a column the DataFrame lacks",
@@ -56,6 +60,7 @@ CODES: dict[str, str] = {
     "SQ-R024": "expectation contains a subquery",
     "SQ-R025": "expectation is non-deterministic (warning)",
     "SQ-R026": "expectation could not be analysed",
+    "SQ-R030": "in DLQ mode every rule acts as drop (warning)",
     # user_conf and decorator arguments.
     "SQ-C001": "unknown spark.quarantine.* key in user_conf",
     "SQ-C002": "a user_conf value has the wrong type",
@@ -75,6 +80,9 @@ CODES: dict[str, str] = {
     "SQ-P002": "one or more runs of a multi-table call failed",
     # Dead-letter queue.
     "SQ-D001": "DLQ table missing, or missing a column, type or property",
+    "SQ-D002": "two quarantine actions share a DLQ and source_table",
+    "SQ-D003": "a DLQ fix does not match the source columns or still fails the rules",
+    "SQ-D004": "a Delta write conflict persisted after retries",
     # Notifications.
     "SQ-N001": "a notification channel failed and fail_on_error is set",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",

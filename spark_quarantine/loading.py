@@ -124,7 +124,10 @@ def _convert_foreign(source: Any, format: str | None, product_id: str | None, ta
         if spark is not None:  # a Spark Expectations rules table by name
             document = spark.read.table(source)
     if format is None:
-        format = formats.detect_format(document)
+        try:
+            format = formats.detect_format(document)
+        except formats.FormatError:
+            return None  # not another tool's shape either: our reader reports what is wrong
         if format is None:
             return None
         document = source if isinstance(source, (str, os.PathLike)) else document

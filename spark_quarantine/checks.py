@@ -1,0 +1,1328 @@
+"""Named row checks: argument-checked functions that compile to Spark SQL text.
+
+A rule may name a check instead of writing its expectation::
+
+    - name: amount_in_range
+      check:
+        function: is_in_range
+        arguments: {column: amount, min_limit: 0, max_limit: 1000}
+      action_if_failed: drop
+
+Every built-in check returns a :class:`CheckSql`: a Spark SQL boolean ``condition`` that is
+TRUE when the row passes (never NULL), and a Spark SQL ``message`` that says why a row failed,
+naming the column, its value and the limit. The built-ins import no Spark and use only Spark
+SQL built-in functions (no Python UDFs). Column names go through :func:`quote_ident` and
+values through :func:`sql_literal`, so no argument can break out of the expression.
+
+Check names and argument names follow Databricks DQX's ``check_funcs``, and so does the way
+each check judges NULL (most checks let a NULL value pass; the ``is_not_null*`` checks do
+not). Differences from DQX:
+
+* ``column`` is a column name, not an expression: ``"a.b"`` is field ``b`` of struct ``a``,
+  and a top-level column whose name contains a dot is written in backticks (``"`a.b`"``).
+  For an expression, use ``sql_expression``.
+* Limits and list items are literal values (numbers, strings, dates, timestamps); a string
+  is always a string, never a column name. Compare two columns with ``sql_expression``. A
+  string in single quotes (DQX's way to write a string literal, ``"'active'"``) is read
+  without its quotes.
+* ``sql_expression`` is judged like any rule expectation: NULL fails.
+
+:func:`register_check` adds a custom check, a function that takes the check's arguments and
+returns a boolean pyspark ``Column`` (TRUE when the row passes).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import difflib
+import functools
+import inspect
+import ipaddress
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from spark_quarantine.errors import SparkQuarantineError
+
+__all__ = [
+    "ROW_CHECKS",
+    "CheckDefinition",
+    "CheckError",
+    "CheckSql",
+    "bind_arguments",
+    "compile_check",
+    "get_check",
+    "quote_ident",
+    "register_check",
+    "registered_checks",
+    "sql_literal",
+]
+
+UNKNOWN_CHECK = "SQ-R016"
+BAD_ARGUMENTS = "SQ-R017"
+
+
+class CheckError(SparkQuarantineError, ValueError):
+    """A check is unknown (``SQ-R016``) or its arguments are missing, unknown or invalid (``SQ-R017``)."""
+
+    code = BAD_ARGUMENTS
+
+    def __init__(self, message: str, *, code: str = BAD_ARGUMENTS, check: str | None = None) -> None:
+        self.check = check
+        super().__init__(message, code=code)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (functools.partial(type(self), code=self.code, check=self.check), (self.message,))
+
+
+@dataclass(frozen=True)
+class CheckSql:
+    """A compiled built-in check: Spark SQL text for the pass condition and the failure message."""
+
+    condition: str
+    """Spark SQL boolean, TRUE when the row passes; never NULL, except ``sql_expression``'s (the user's SQL)."""
+    message: str
+    """Spark SQL string expression: why the row failed, naming the column, the value and the limit."""
+
+
+@dataclass(frozen=True)
+class CheckDefinition:
+    """A registered check: its function, whether it is built in, and its one-paragraph doc."""
+
+    name: str
+    func: Callable[..., Any]
+    builtin: bool
+    doc: str
+    kind: str = "row"
+    nulls: str = ""
+    """How the check judges a NULL value (built-ins: "passes" or "fails", with any detail)."""
+
+    @property
+    def signature(self) -> str:
+        """The check's call form without type hints, e.g. ``is_in_range(column, min_limit=None, max_limit=None)``."""
+        signature = inspect.signature(self.func)
+        plain = [p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()]
+        return self.name + str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))
+
+
+_REGISTRY: dict[str, CheckDefinition] = {}
+
+_C = TypeVar("_C", bound=Callable[..., Any])
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+# ---------------------------------------------------------------------------------------------
+
+
+def get_check(name: str) -> CheckDefinition:
+    """The registered check called ``name``; raise :class:`CheckError` ``SQ-R016`` naming close matches."""
+    definition = _REGISTRY.get(name) if isinstance(name, str) else None
+    if definition is not None:
+        return definition
+    known = sorted(_REGISTRY)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6) if isinstance(name, str) else []
+    hint = (
+        f"did you mean {_either(close)}?"
+        if close
+        else f"expected one of {', '.join(known)} or a check added with register_check"
+    )
+    raise CheckError(f"unknown check function {name!r}; {hint}", code=UNKNOWN_CHECK, check=str(name))
+
+
+def registered_checks() -> dict[str, CheckDefinition]:
+    """Every registered check by name, built-ins first, in registration order (a copy)."""
+    return dict(_REGISTRY)
+
+
+@overload
+def register_check(func: _C, *, name: str | None = None) -> _C: ...
+
+
+@overload
+def register_check(func: None = None, *, name: str | None = None) -> Callable[[_C], _C]: ...
+
+
+def register_check(func: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+    """Register a custom row check; use as ``@register_check`` or ``@register_check(name="...")``.
+
+    The function takes the check's arguments (as a rule's ``check.arguments`` gives them) and
+    returns a boolean pyspark ``Column`` that is TRUE when the row passes. It is returned
+    unchanged. Registering a name again replaces the earlier custom check; a built-in name is
+    refused (:class:`CheckError` ``SQ-R017``).
+
+    Example::
+
+        @register_check
+        def is_even(column: str) -> Column:
+            \"\"\"Passes when ``column`` is an even number.\"\"\"
+            return F.col(column) % 2 == 0
+    """
+
+    def register(function: _C) -> _C:
+        if not callable(function):
+            raise CheckError(f"register_check expects a function, found {_found(function)}")
+        check_name = getattr(function, "__name__", None) if name is None else name
+        if not isinstance(check_name, str) or not check_name.isidentifier():
+            raise CheckError(
+                f"a check name must be a Python identifier (letters, digits, underscores), found {check_name!r}; "
+                "pass name='...' to register_check"
+            )
+        existing = _REGISTRY.get(check_name)
+        if existing is not None and existing.builtin:
+            raise CheckError(
+                f"cannot register a custom check named {check_name!r}: it is a built-in check; choose another name",
+                check=check_name,
+            )
+        _REGISTRY[check_name] = CheckDefinition(
+            name=check_name, func=function, builtin=False, doc=_first_paragraph(function), kind="row", nulls=""
+        )
+        return function
+
+    if func is None:
+        return register
+    return register(func)
+
+
+def bind_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Check ``arguments`` against the check's signature; return every argument, defaults filled in.
+
+    Raises :class:`CheckError` ``SQ-R016`` for an unknown check and ``SQ-R017`` naming the
+    missing and unknown arguments and the expected signature.
+    """
+    definition = get_check(name)
+    expected = f"usage: {definition.signature}"
+    if not isinstance(arguments, Mapping):
+        raise CheckError(
+            f"check {name!r}: arguments must be a mapping of argument names to values, found "
+            f"{_found(arguments)}; {expected}",
+            check=name,
+        )
+    signature = inspect.signature(definition.func)
+    parameters = signature.parameters
+    by_keyword = {
+        p.name: p
+        for p in parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    unknown = [str(k) for k in arguments if not isinstance(k, str) or (k not in by_keyword and not open_ended)]
+    missing = [
+        p.name
+        for p in parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind is not inspect.Parameter.VAR_POSITIONAL
+        and p.kind is not inspect.Parameter.VAR_KEYWORD
+        and (p.name not in arguments or p.kind is inspect.Parameter.POSITIONAL_ONLY)
+    ]
+    if unknown or missing:
+        problems = []
+        if missing:
+            problems.append(f"missing required argument(s) {_quoted(missing)}")
+        if unknown:
+            described = []
+            for key in unknown:
+                close = difflib.get_close_matches(key, list(by_keyword), n=1, cutoff=0.6)
+                described.append(f"'{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            problems.append(f"unknown argument(s) {', '.join(described)}")
+        raise CheckError(f"check {name!r}: {'; '.join(problems)}; {expected}", check=name)
+    try:
+        bound = signature.bind(**arguments)
+    except TypeError as exc:
+        raise CheckError(f"check {name!r}: {exc}; {expected}", check=name) from None
+    bound.apply_defaults()
+    result: dict[str, Any] = {}
+    for key, value in bound.arguments.items():
+        kind = parameters[key].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            result.update(value)
+        elif kind is not inspect.Parameter.VAR_POSITIONAL:
+            result[key] = value
+    return result
+
+
+def compile_check(name: str, arguments: Mapping[str, Any]) -> Any:
+    """Bind ``arguments`` and call the check: a :class:`CheckSql` for a built-in, a ``Column`` for a custom check.
+
+    Typed ``Any`` so callers can use either result without a cast; test ``definition.builtin``.
+
+    Raises :class:`CheckError` (``SQ-R016`` or ``SQ-R017``) when the check is unknown or an
+    argument is missing, unknown or not acceptable.
+    """
+    bound = bind_arguments(name, arguments)
+    return get_check(name).func(**bound)
+
+
+def _first_paragraph(func: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(func) or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def _either(names: Sequence[str]) -> str:
+    quoted = [f"'{n}'" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
+def _found(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Quoting
+# ---------------------------------------------------------------------------------------------
+
+
+def quote_ident(name: str) -> str:
+    """Quote a column name, or a dotted path to a nested field, for Spark SQL.
+
+    Each dot-separated part is put in backticks, backticks inside it doubled; ``a.b`` is field
+    ``b`` of struct ``a``. A part the caller already wrote in backticks is kept as written,
+    which is how a top-level column whose name contains a dot is named. Raises
+    :class:`CheckError` ``SQ-R017`` for an empty name or part or an unclosed backtick.
+
+    Example::
+
+        quote_ident("order id")      # `order id`
+        quote_ident("address.city")  # `address`.`city`
+        quote_ident("`a.b`")         # `a.b`
+    """
+    return ".".join("`" + part.replace("`", "``") + "`" for part in _name_parts(name))
+
+
+def _name_parts(name: Any) -> list[str]:
+    if not isinstance(name, str) or not name:
+        raise _ArgumentError("a column name (a non-empty string)", name)
+    parts: list[str] = []
+    i, n = 0, len(name)
+    while True:
+        if i < n and name[i] == "`":
+            j, chars = i + 1, []
+            while True:
+                if j >= n:
+                    raise _ArgumentError("a column name whose backticks are closed", name)
+                if name[j] == "`":
+                    if j + 1 < n and name[j + 1] == "`":
+                        chars.append("`")
+                        j += 2
+                        continue
+                    break
+                chars.append(name[j])
+                j += 1
+            part, i = "".join(chars), j + 1
+            if i < n and name[i] != ".":
+                raise _ArgumentError("a column name with a dot after each closing backtick", name)
+        else:
+            end = name.find(".", i)
+            end = n if end == -1 else end
+            part, i = name[i:end], end
+        if not part:
+            raise _ArgumentError("a column name without empty parts (check the dots)", name)
+        parts.append(part)
+        if i >= n:
+            return parts
+        i += 1
+        if i >= n:
+            raise _ArgumentError("a column name that does not end with a dot", name)
+
+
+def sql_literal(value: Any) -> str:
+    """A Spark SQL literal for ``value``, safe to splice into an expression.
+
+    ``str`` becomes a quoted string with quotes and backslashes escaped (Spark's default
+    ``spark.sql.parser.escapedStringLiterals=false``); ``int`` an integer; ``float`` a DOUBLE
+    (``0.5D``; NaN and infinities as ``CAST('NaN' AS DOUBLE)``); ``decimal.Decimal`` a DECIMAL
+    (``1.50BD``); ``bool`` TRUE/FALSE; ``None`` NULL; ``datetime.date`` ``DATE'2024-01-31'``;
+    ``datetime.datetime`` ``TIMESTAMP'2024-01-31 12:00:00'`` (a naive value is read in the
+    session time zone). Anything else raises :class:`CheckError` ``SQ-R017``.
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        if len(str(abs(value))) > 38:
+            raise _ArgumentError("an integer of at most 38 digits", value)
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "CAST('NaN' AS DOUBLE)"
+        if math.isinf(value):
+            return "CAST('Infinity' AS DOUBLE)" if value > 0 else "CAST('-Infinity' AS DOUBLE)"
+        return repr(value) + "D"
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise _ArgumentError("a finite decimal", value)
+        text = format(value, "f")
+        if len(text.lstrip("-").replace(".", "")) > 38:
+            raise _ArgumentError("a decimal of at most 38 digits", value)
+        return text + "BD"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, datetime.datetime):
+        return "TIMESTAMP'" + value.isoformat(sep=" ") + "'"
+    if isinstance(value, datetime.date):
+        return "DATE'" + value.isoformat() + "'"
+    raise _ArgumentError("a string, number, boolean, date, timestamp or None", value)
+
+
+class _ArgumentError(CheckError):
+    """An argument value a check cannot use; the check's wrapper adds the check and argument names."""
+
+    def __init__(self, expected: str, value: Any, argument: str | None = None) -> None:
+        self.expected = expected
+        self.value = value
+        self.argument = argument
+        super().__init__(f"expected {expected}, found {_found(value)}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.expected, self.value, self.argument))
+
+    def for_argument(self, argument: str) -> _ArgumentError:
+        return self if self.argument is not None else _ArgumentError(self.expected, self.value, argument)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by the built-ins
+# ---------------------------------------------------------------------------------------------
+
+
+class _Sql(str):
+    """SQL text spliced into a message as is; a plain ``str`` part becomes a string literal."""
+
+
+def _concat(*parts: str) -> str:
+    pieces: list[str] = []
+    pending = ""
+    for part in parts:
+        if isinstance(part, _Sql):
+            if pending:
+                pieces.append(sql_literal(pending))
+                pending = ""
+            pieces.append(part)
+        else:
+            pending += part
+    if pending:
+        pieces.append(sql_literal(pending))
+    return pieces[0] if len(pieces) == 1 else "concat(" + ", ".join(pieces) + ")"
+
+
+def _text(sql: str) -> _Sql:
+    """A SQL value as message text: its string form, or 'NULL'."""
+    return _Sql(f"coalesce(CAST({sql} AS STRING), 'NULL')")
+
+
+def _said(column: _Col, text: str) -> str:
+    """``<column> = <value> <text>``, the standard failure message."""
+    return _concat(f"{column.display} = ", _text(column.sql), f" {text}")
+
+
+def _case(when: str, then: str, otherwise: str) -> str:
+    return f"CASE WHEN {when} THEN {then} ELSE {otherwise} END"
+
+
+@dataclass(frozen=True)
+class _Col:
+    sql: str
+    display: str
+
+
+def _column(value: Any, argument: str = "column") -> _Col:
+    try:
+        return _Col(quote_ident(value), value)
+    except _ArgumentError as exc:
+        raise exc.for_argument(argument) from None
+
+
+def _unquoted(value: Any) -> Any:
+    """DQX writes a string literal in single quotes (``"'active'"``); read it as the string inside."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == "'" and "'" not in value[1:-1]:
+        return value[1:-1]
+    return value
+
+
+def _literal(value: Any, argument: str, expected: str, types: tuple[type, ...]) -> str:
+    if value is None or (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+        raise _ArgumentError(expected, value, argument)
+    try:
+        return sql_literal(_unquoted(value))
+    except _ArgumentError as exc:
+        raise exc.for_argument(argument) from None
+
+
+_LIMIT_TYPES = (int, float, decimal.Decimal, str, datetime.date)
+_LIMIT = "a number, a date, a timestamp or a string"
+_VALUE_TYPES = (bool, int, float, decimal.Decimal, str, datetime.date)
+_VALUE = "a number, a string, a boolean, a date or a timestamp"
+
+
+def _limit(value: Any, argument: str) -> str:
+    return _literal(value, argument, _LIMIT, _LIMIT_TYPES)
+
+
+def _show(value: Any) -> str:
+    """How a literal reads in a message."""
+    value = _unquoted(value)
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def _bool(value: Any, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise _ArgumentError("true or false", value, argument)
+    return value
+
+
+def _int(value: Any, argument: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+        expected = "an integer" if minimum is None else f"an integer of at least {minimum}"
+        raise _ArgumentError(expected, value, argument)
+    return value
+
+
+def _text_arg(value: Any, argument: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _ArgumentError("a non-empty string", value, argument)
+    return value
+
+
+def _items(value: Any, argument: str, types: tuple[type, ...], expected: str) -> list[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+        raise _ArgumentError(f"a non-empty list of {expected}", value, argument)
+    for item in value:
+        if item is None or (isinstance(item, bool) and bool not in types) or not isinstance(item, types):
+            raise _ArgumentError(f"a non-empty list of {expected} (no nulls)", item, argument)
+    return list(value)
+
+
+def _in_list(column: _Col, items: list[Any], argument: str, case_sensitive: bool) -> tuple[str, str]:
+    """``(<column> IN (...) text, list shown in messages)``."""
+    literals = []
+    for item in items:
+        try:
+            literals.append(sql_literal(_unquoted(item)))
+        except _ArgumentError as exc:
+            raise exc.for_argument(argument) from None
+    subject = column.sql
+    if not case_sensitive:
+        subject = f"lower({subject})"
+        literals = [f"lower({lit})" for lit in literals]
+    shown = "[" + ", ".join(_show(i) for i in items) + "]"
+    return f"{subject} IN ({', '.join(literals)})", shown
+
+
+def _null_passes(column: _Col, condition: str) -> str:
+    return f"({column.sql} IS NULL OR {condition})"
+
+
+def _timestamp(value: Any, argument: str) -> tuple[str, str]:
+    """(SQL, shown) for a reference timestamp: a literal, or the current timestamp when None."""
+    if value is None:
+        return "current_timestamp()", "the current timestamp"
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            raise _ArgumentError("an ISO timestamp such as '2024-01-31 12:00:00'", value, argument) from None
+    if isinstance(value, datetime.datetime):
+        return sql_literal(value), _show(value)
+    if isinstance(value, datetime.date):
+        return sql_literal(datetime.datetime.combine(value, datetime.time())), _show(value)
+    raise _ArgumentError("a timestamp, a date or an ISO timestamp string", value, argument)
+
+
+def _date(value: Any, argument: str) -> tuple[str, str]:
+    """(SQL, shown) for a reference date: a literal, or the current date when None."""
+    if value is None:
+        return "current_date()", "the current date"
+    if isinstance(value, str):
+        try:
+            value = datetime.date.fromisoformat(value)
+        except ValueError:
+            raise _ArgumentError("an ISO date such as '2024-01-31'", value, argument) from None
+    if isinstance(value, datetime.datetime):
+        value = value.date()
+    if isinstance(value, datetime.date):
+        return sql_literal(value), _show(value)
+    raise _ArgumentError("a date or an ISO date string", value, argument)
+
+
+def _as_timestamp(column: _Col) -> str:
+    # try_to_timestamp reads strings, dates and timestamps alike and yields NULL, not an
+    # error, for a string that is no timestamp (a plain comparison raises under ANSI mode).
+    return f"try_to_timestamp({column.sql})"
+
+
+# Pattern letters Spark 4 accepts when parsing, with the run lengths it accepts (checked against
+# Spark 4.0; E, F, Q, u, w, W, Y, e and c parse differently or not at all and raise at run time).
+_DATETIME_LETTERS: dict[str, frozenset[int]] = {
+    "G": frozenset(range(1, 5)),
+    "y": frozenset(range(1, 7)),
+    "D": frozenset(range(1, 4)),
+    "M": frozenset(range(1, 5)),
+    "L": frozenset(range(1, 5)),
+    "d": frozenset({1, 2}),
+    "a": frozenset({1}),
+    "h": frozenset({1, 2}),
+    "K": frozenset({1, 2}),
+    "k": frozenset({1, 2}),
+    "H": frozenset({1, 2}),
+    "m": frozenset({1, 2}),
+    "s": frozenset({1, 2}),
+    "S": frozenset(range(1, 10)),
+    "V": frozenset({2}),
+    "z": frozenset(range(1, 5)),
+    "O": frozenset({1, 4}),
+    "X": frozenset(range(1, 6)),
+    "x": frozenset(range(1, 6)),
+    "Z": frozenset(range(1, 6)),
+}
+
+
+def _datetime_format(value: Any, argument: str) -> str:
+    """Check a Spark datetime pattern now, since a bad one makes the run fail when it is first used."""
+    fmt = _text_arg(value, argument)
+    i, n, depth = 0, len(fmt), 0
+    while i < n:
+        char = fmt[i]
+        if char == "'":
+            end = i + 1
+            while True:
+                end = fmt.find("'", end)
+                if end == -1:
+                    raise _ArgumentError("a datetime pattern whose quoted text is closed", fmt, argument)
+                if end + 1 < n and fmt[end + 1] == "'":
+                    end += 2
+                    continue
+                break
+            i = end + 1
+            continue
+        if char.isascii() and char.isalpha():
+            run = 1
+            while i + run < n and fmt[i + run] == char:
+                run += 1
+            allowed = _DATETIME_LETTERS.get(char)
+            if allowed is None or run not in allowed:
+                raise _ArgumentError(
+                    f"a Spark datetime pattern ({char * run!r} is not a pattern Spark parses; letters "
+                    "such as T are quoted: yyyy-MM-dd'T'HH:mm:ss)",
+                    fmt,
+                    argument,
+                )
+            i += run
+            continue
+        if char in "#{}":
+            raise _ArgumentError(f"a Spark datetime pattern ({char!r} is reserved; quote it)", fmt, argument)
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                raise _ArgumentError("a datetime pattern whose optional sections [ ] are balanced", fmt, argument)
+        i += 1
+    if depth:
+        raise _ArgumentError("a datetime pattern whose optional sections [ ] are balanced", fmt, argument)
+    return fmt
+
+
+def _rlike(subject: str, pattern: str) -> str:
+    return f"{subject} RLIKE {sql_literal(pattern)}"
+
+
+# Java regular expressions for RLIKE (which finds a match anywhere, hence the anchors; \z, not $,
+# so a trailing newline does not slip through).
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_HEX = "[0-9A-Fa-f]{1,4}"
+
+
+def _ipv6_body() -> str:
+    """IPv6 text forms as Python's ipaddress accepts them: full, '::'-compressed, IPv4-suffixed."""
+    forms = [rf"(?:{_HEX}:){{7}}{_HEX}", rf"(?:{_HEX}:){{6}}{_IPV4}"]
+    for groups, suffix in ((8, ""), (6, _IPV4)):
+        for left in range(groups):
+            room = groups - 1 - left  # '::' stands for at least one group
+            head = "" if left == 0 else rf"(?:{_HEX}:){{{left - 1}}}{_HEX}"
+            if suffix:
+                tail = rf"(?:{_HEX}:){{0,{room}}}" if room else ""
+            else:
+                tail = rf"(?:{_HEX}(?::{_HEX}){{0,{room - 1}}})?" if room else ""
+            forms.append(f"{head}::{tail}{suffix}")
+    return "(?:" + "|".join(forms) + ")"
+
+
+IPV4_PATTERN = rf"^{_IPV4}\z"
+IPV6_PATTERN = rf"^{_ipv6_body()}(?:%[^%/\s]+)?\z"
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = rf"(?:{_LABEL}\.)+[A-Za-z]{{2,63}}"
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+EMAIL_PATTERN = (
+    r"^(?=.{1,254}\z)(?=.{1,64}@[^@]+\z)"
+    rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*"
+    r'|"(?:[\x20\x21\x23-\x5B\x5D-\x7E]|\\[\x20-\x7E])*")'
+    rf"@(?:{_HOSTNAME}|\[(?:{_IPV4}|IPv6:[0-9A-Fa-f:.]+)\])\z"
+)
+UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\z"
+STRICT_UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[1-8][0-9A-Fa-f]{3}-[89ABab][0-9A-Fa-f]{3}-[0-9A-Fa-f]{12}\z"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+
+def url_pattern(schemes: Sequence[str]) -> str:
+    """The Java regex ``is_valid_url`` uses for the given URL schemes (matched ignoring case)."""
+    alternatives = "|".join(re.escape(s) for s in schemes)
+    host = rf"(?:{_HOSTNAME}|localhost|{_IPV4}|\[[0-9A-Fa-f:.]+\])"
+    return rf"^(?i:{alternatives})://(?:[^\s/?#@\[\]]+@)?{host}(?::[0-9]{{1,5}})?(?:[/?#]\S*)?\z"
+
+
+_STRING_CASES = {
+    "upper": (r"\p{Ll}", "is not upper case"),
+    "lower": (r"[\p{Lu}\p{Lt}]", "is not lower case"),
+    "title": (r"(?:^| )\p{Ll}", "is not title case (a word starts with a lower-case letter)"),
+    "sentence": (r"(?:^|\.)\s*\p{Ll}", "is not sentence case (a sentence starts with a lower-case letter)"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in row checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _builtin(nulls: str) -> Callable[[Callable[..., CheckSql]], Callable[..., CheckSql]]:
+    """Register a built-in row check; its argument errors become CheckError SQ-R017 naming the check."""
+
+    def register(func: Callable[..., CheckSql]) -> Callable[..., CheckSql]:
+        name = func.__name__
+
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> CheckSql:
+            try:
+                return func(*args, **kwargs)
+            except _ArgumentError as exc:
+                where = f"argument '{exc.argument}': " if exc.argument else ""
+                raise CheckError(
+                    f"check {name!r}: {where}{exc.message}; usage: {definition.signature}", check=name
+                ) from None
+
+        definition = CheckDefinition(
+            name=name, func=checked, builtin=True, doc=_first_paragraph(func), kind="row", nulls=nulls
+        )
+        _REGISTRY[name] = definition
+        return checked
+
+    return register
+
+
+# Nulls and emptiness -------------------------------------------------------------------------
+
+
+@_builtin(nulls="fails")
+def is_not_null(column: str) -> CheckSql:
+    """Passes when ``column`` is not NULL."""
+    col = _column(column)
+    return CheckSql(f"{col.sql} IS NOT NULL", _concat(f"{col.display} is NULL"))
+
+
+@_builtin(nulls="passes (only NULL passes)")
+def is_null(column: str) -> CheckSql:
+    """Passes when ``column`` is NULL."""
+    col = _column(column)
+    return CheckSql(f"{col.sql} IS NULL", _said(col, "is not NULL"))
+
+
+def _emptiness(column: _Col, trim_strings: Any) -> tuple[str, str]:
+    """(the value as a string, trimmed when asked; how an empty one is described)."""
+    text = f"CAST({column.sql} AS STRING)"
+    if trim_strings is not None and _bool(trim_strings, "trim_strings"):
+        return f"trim({text})", "is empty after trimming spaces"
+    return text, "is empty"
+
+
+def _empty_message(column: _Col, problem: str) -> str:
+    return _concat(f"{column.display} = '", _text(column.sql), f"' {problem}")
+
+
+@_builtin(nulls="passes")
+def is_not_empty(column: str, trim_strings: bool | None = False) -> CheckSql:
+    """Passes when ``column``, read as a string, is not the empty string; with ``trim_strings``, not blank.
+
+    Any type is read as a string (an empty array reads ``[]`` and passes).
+    """
+    col = _column(column)
+    text, problem = _emptiness(col, trim_strings)
+    return CheckSql(_null_passes(col, f"{text} <> ''"), _empty_message(col, problem))
+
+
+@_builtin(nulls="fails")
+def is_not_null_and_not_empty(column: str, trim_strings: bool | None = False) -> CheckSql:
+    """Passes when ``column`` is not NULL and, read as a string, not empty; with ``trim_strings``, not blank."""
+    col = _column(column)
+    text, problem = _emptiness(col, trim_strings)
+    return CheckSql(
+        f"({col.sql} IS NOT NULL AND {text} <> '')",
+        _case(f"{col.sql} IS NULL", _concat(f"{col.display} is NULL"), _empty_message(col, problem)),
+    )
+
+
+@_builtin(nulls="fails")
+def is_not_null_and_not_empty_array(column: str) -> CheckSql:
+    """Passes when the array (or map) ``column`` is not NULL and has at least one element."""
+    col = _column(column)
+    return CheckSql(
+        f"({col.sql} IS NOT NULL AND size({col.sql}) > 0)",
+        _case(f"{col.sql} IS NULL", _concat(f"{col.display} is NULL"), _said(col, "is empty")),
+    )
+
+
+# Sets and ranges ------------------------------------------------------------------------------
+
+_ITEM = "numbers, strings, booleans, dates or timestamps"
+
+
+@_builtin(nulls="passes")
+def is_in_list(column: str, allowed: list[Any], case_sensitive: bool = True) -> CheckSql:
+    """Passes when ``column`` equals one of the ``allowed`` values; ignoring case when ``case_sensitive`` is false."""
+    col = _column(column)
+    items = _items(allowed, "allowed", _VALUE_TYPES, _ITEM)
+    member, shown = _in_list(col, items, "allowed", _bool(case_sensitive, "case_sensitive"))
+    ignoring = "" if case_sensitive else " (ignoring case)"
+    return CheckSql(_null_passes(col, member), _said(col, f"is not in the allowed list {shown}{ignoring}"))
+
+
+@_builtin(nulls="fails")
+def is_not_null_and_is_in_list(column: str, allowed: list[Any], case_sensitive: bool = True) -> CheckSql:
+    """Passes when ``column`` is not NULL and equals one of the ``allowed`` values."""
+    col = _column(column)
+    items = _items(allowed, "allowed", _VALUE_TYPES, _ITEM)
+    member, shown = _in_list(col, items, "allowed", _bool(case_sensitive, "case_sensitive"))
+    ignoring = "" if case_sensitive else " (ignoring case)"
+    return CheckSql(
+        f"({col.sql} IS NOT NULL AND {member})",
+        _said(col, f"is NULL or not in the allowed list {shown}{ignoring}"),
+    )
+
+
+@_builtin(nulls="passes")
+def is_not_in_list(column: str, forbidden: list[Any], case_sensitive: bool = True) -> CheckSql:
+    """Passes when ``column`` equals none of the ``forbidden`` values."""
+    col = _column(column)
+    items = _items(forbidden, "forbidden", _VALUE_TYPES, _ITEM)
+    member, shown = _in_list(col, items, "forbidden", _bool(case_sensitive, "case_sensitive"))
+    ignoring = "" if case_sensitive else " (ignoring case)"
+    return CheckSql(_null_passes(col, f"NOT {member}"), _said(col, f"is in the forbidden list {shown}{ignoring}"))
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    """Both numbers, both timestamps or both dates: limits whose order Python knows as Spark does."""
+    numbers = (int, float, decimal.Decimal)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        return not isinstance(a, bool) and not isinstance(b, bool)
+    if isinstance(a, datetime.datetime) or isinstance(b, datetime.datetime):
+        return (
+            isinstance(a, datetime.datetime)
+            and isinstance(b, datetime.datetime)
+            and (a.tzinfo is None) == (b.tzinfo is None)
+        )
+    return isinstance(a, datetime.date) and isinstance(b, datetime.date)
+
+
+def _range(column: Any, min_limit: Any, max_limit: Any) -> tuple[_Col, str | None, str | None]:
+    col = _column(column)
+    if min_limit is None and max_limit is None:
+        raise _ArgumentError("at least one of min_limit and max_limit", None, "min_limit")
+    low = None if min_limit is None else _limit(min_limit, "min_limit")
+    high = None if max_limit is None else _limit(max_limit, "max_limit")
+    if low is not None and high is not None and _comparable(min_limit, max_limit) and min_limit > max_limit:
+        raise _ArgumentError(f"a min_limit not greater than max_limit {_show(max_limit)}", min_limit, "min_limit")
+    return col, low, high
+
+
+@_builtin(nulls="passes")
+def is_in_range(column: str, min_limit: Any = None, max_limit: Any = None) -> CheckSql:
+    """Passes when ``min_limit <= column <= max_limit`` (both ends included); leave one limit out for one side.
+
+    Limits are numbers, dates, timestamps or strings, compared in the column's type (a string
+    limit against a date column is read as a date).
+    """
+    col, low, high = _range(column, min_limit, max_limit)
+    if low is not None and high is not None:
+        return CheckSql(
+            _null_passes(col, f"{col.sql} BETWEEN {low} AND {high}"),
+            _said(col, f"is not in the range [{_show(min_limit)}, {_show(max_limit)}]"),
+        )
+    if low is not None:
+        return CheckSql(_null_passes(col, f"{col.sql} >= {low}"), _said(col, f"is less than {_show(min_limit)}"))
+    return CheckSql(_null_passes(col, f"{col.sql} <= {high}"), _said(col, f"is greater than {_show(max_limit)}"))
+
+
+@_builtin(nulls="passes")
+def is_not_in_range(column: str, min_limit: Any = None, max_limit: Any = None) -> CheckSql:
+    """Passes when ``column`` is outside ``[min_limit, max_limit]`` (both ends belong to the range).
+
+    With only ``min_limit`` the range is everything from it up; with only ``max_limit``,
+    everything up to it.
+    """
+    col, low, high = _range(column, min_limit, max_limit)
+    if low is not None and high is not None:
+        return CheckSql(
+            _null_passes(col, f"{col.sql} NOT BETWEEN {low} AND {high}"),
+            _said(col, f"is in the range [{_show(min_limit)}, {_show(max_limit)}]"),
+        )
+    if low is not None:
+        return CheckSql(_null_passes(col, f"{col.sql} < {low}"), _said(col, f"is not less than {_show(min_limit)}"))
+    return CheckSql(_null_passes(col, f"{col.sql} > {high}"), _said(col, f"is not greater than {_show(max_limit)}"))
+
+
+@_builtin(nulls="passes")
+def is_not_less_than(column: str, limit: Any) -> CheckSql:
+    """Passes when ``column >= limit`` (a number, date, timestamp or string)."""
+    col = _column(column)
+    lit = _limit(limit, "limit")
+    return CheckSql(_null_passes(col, f"{col.sql} >= {lit}"), _said(col, f"is less than the limit {_show(limit)}"))
+
+
+@_builtin(nulls="passes")
+def is_not_greater_than(column: str, limit: Any) -> CheckSql:
+    """Passes when ``column <= limit`` (a number, date, timestamp or string)."""
+    col = _column(column)
+    lit = _limit(limit, "limit")
+    return CheckSql(_null_passes(col, f"{col.sql} <= {lit}"), _said(col, f"is greater than the limit {_show(limit)}"))
+
+
+def _tolerances(value: Any, abs_tolerance: Any, rel_tolerance: Any) -> tuple[float, float]:
+    found = []
+    for argument, tolerance in (("abs_tolerance", abs_tolerance), ("rel_tolerance", rel_tolerance)):
+        if tolerance is None:
+            found.append(0.0)
+            continue
+        number = (
+            float(tolerance)
+            if not isinstance(tolerance, bool) and isinstance(tolerance, (int, float, decimal.Decimal))
+            else math.nan
+        )
+        if not math.isfinite(number) or number < 0:
+            raise _ArgumentError("a number of at least 0, or null", tolerance, argument)
+        found.append(number)
+    if any(found) and (isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal))):
+        raise _ArgumentError("a number when a tolerance is given", value, "value")
+    return found[0], found[1]
+
+
+def _within(col: _Col, value: Any, abs_tol: float, rel_tol: float) -> str:
+    """SQL: the column is within either tolerance of ``value`` (in DOUBLE; NULL for a non-number)."""
+    number = f"try_cast({col.sql} AS DOUBLE)"
+    target = sql_literal(float(value))
+    diff = f"abs({number} - {target})"
+    tests = []
+    if abs_tol:
+        tests.append(f"{diff} <= {sql_literal(abs_tol)}")
+    if rel_tol:
+        tests.append(f"{diff} <= {sql_literal(rel_tol)} * greatest(abs({number}), abs({target}))")
+    return " OR ".join(tests)
+
+
+def _tolerance_text(abs_tol: float, rel_tol: float) -> str:
+    parts = [f"abs_tolerance {abs_tol:g}"] if abs_tol else []
+    parts += [f"rel_tolerance {rel_tol:g}"] if rel_tol else []
+    return f" (within {' or '.join(parts)})" if parts else ""
+
+
+@_builtin(nulls="passes")
+def is_equal_to(
+    column: str, value: Any, abs_tolerance: float | None = None, rel_tolerance: float | None = None
+) -> CheckSql:
+    """Passes when ``column`` equals ``value``; for numbers, within ``abs_tolerance`` or ``rel_tolerance`` if given.
+
+    ``abs_tolerance``: ``abs(column - value) <= abs_tolerance``. ``rel_tolerance``:
+    ``abs(column - value) <= rel_tolerance * greatest(abs(column), abs(value))``. Either one
+    suffices. With a tolerance, a value that is not a number fails.
+    """
+    col = _column(column)
+    lit = _literal(value, "value", _VALUE, _VALUE_TYPES)
+    abs_tol, rel_tol = _tolerances(value, abs_tolerance, rel_tolerance)
+    condition = (
+        f"coalesce({_within(col, value, abs_tol, rel_tol)}, FALSE)" if abs_tol or rel_tol else f"{col.sql} = {lit}"
+    )
+    return CheckSql(
+        _null_passes(col, condition),
+        _said(col, f"is not equal to {_show(value)}{_tolerance_text(abs_tol, rel_tol)}"),
+    )
+
+
+@_builtin(nulls="passes")
+def is_not_equal_to(
+    column: str, value: Any, abs_tolerance: float | None = None, rel_tolerance: float | None = None
+) -> CheckSql:
+    """Passes when ``column`` differs from ``value``; for numbers, by more than the tolerances if given.
+
+    The tolerances work as in :func:`is_equal_to`: a value within either one counts as equal.
+    """
+    col = _column(column)
+    lit = _literal(value, "value", _VALUE, _VALUE_TYPES)
+    abs_tol, rel_tol = _tolerances(value, abs_tolerance, rel_tolerance)
+    condition = (
+        f"NOT coalesce({_within(col, value, abs_tol, rel_tol)}, FALSE)" if abs_tol or rel_tol else f"{col.sql} <> {lit}"
+    )
+    return CheckSql(
+        _null_passes(col, condition),
+        _said(col, f"is equal to {_show(value)}{_tolerance_text(abs_tol, rel_tol)}"),
+    )
+
+
+@_builtin(nulls="passes")
+def has_num_decimal_places(column: str, max_decimal_places: int) -> CheckSql:
+    """Passes when the number in ``column`` has at most ``max_decimal_places`` digits after the point.
+
+    Trailing zeros do not count (``1.50`` has one decimal place); digits are counted up to
+    the 18th decimal place, and a number of 1e20 or more passes (a DOUBLE that large holds no
+    fraction). A string column is read as a number; a value that is not a number (or NaN or
+    infinite) fails. A DOUBLE counts the digits it really holds (``0.1 + 0.2`` has 17).
+    """
+    col = _column(column)
+    places = _int(max_decimal_places, "max_decimal_places", minimum=0)
+    exact = f"CAST(try_cast({col.sql} AS DECIMAL(38, 18)) AS STRING)"
+    decimals = f"length(regexp_replace(substring_index({exact}, '.', -1), '0+$', ''))"
+    # Beyond DECIMAL(38, 18) (|x| >= 1e20) a DOUBLE holds no fraction digits at all.
+    huge = f"abs(try_cast({col.sql} AS DOUBLE)) BETWEEN 1e20D AND 1.7976931348623157E308D"
+    return CheckSql(
+        _null_passes(col, f"coalesce({decimals} <= {places}, {huge}, FALSE)"),
+        _said(col, f"is not a number with at most {places} decimal places"),
+    )
+
+
+# Text -----------------------------------------------------------------------------------------
+
+
+@_builtin(nulls="passes")
+def regex_match(column: str, regex: str, negate: bool = False) -> CheckSql:
+    """Passes when ``column`` matches the Java regular expression ``regex`` anywhere; with ``negate``, when it does not.
+
+    Anchor the pattern (``^...$``) to match the whole value. The pattern is not checked before
+    the run: an invalid one makes the run fail when the rule is evaluated.
+    """
+    col = _column(column)
+    pattern = _text_arg(regex, "regex")
+    if _bool(negate, "negate"):
+        return CheckSql(
+            _null_passes(col, f"NOT {_rlike(col.sql, pattern)}"), _said(col, f"matches the regex {pattern}")
+        )
+    return CheckSql(_null_passes(col, _rlike(col.sql, pattern)), _said(col, f"does not match the regex {pattern}"))
+
+
+def _pattern_check(column: Any, pattern: str, problem: str) -> CheckSql:
+    col = _column(column)
+    return CheckSql(_null_passes(col, _rlike(col.sql, pattern)), _said(col, problem))
+
+
+@_builtin(nulls="passes")
+def is_valid_email(column: str) -> CheckSql:
+    """Passes when ``column`` is an email address (a pragmatic RFC 5322 subset, as in DQX).
+
+    Local part: dot-atom or quoted string, at most 64 characters; domain: host name with an
+    alphabetic top-level domain, or ``[IPv4]``/``[IPv6:...]``; at most 254 characters in all.
+    Comments, folding whitespace and internationalised addresses are not accepted.
+    """
+    return _pattern_check(column, EMAIL_PATTERN, "is not a valid email address")
+
+
+@_builtin(nulls="passes")
+def is_valid_url(column: str, schemes: Sequence[str] = ("http", "https")) -> CheckSql:
+    """Passes when ``column`` is an absolute URL with one of ``schemes`` and a host name, IPv4 or [IPv6] host.
+
+    Form: ``scheme://[user@]host[:port][/path][?query][#fragment]`` with no whitespace; the
+    host is ``localhost`` or a dotted name with an alphabetic top-level domain (ASCII only).
+    """
+    if isinstance(schemes, str) or not isinstance(schemes, Sequence) or not schemes:
+        raise _ArgumentError("a non-empty list of URL schemes", schemes, "schemes")
+    for scheme in schemes:
+        if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme):
+            raise _ArgumentError("a non-empty list of URL schemes such as 'https'", scheme, "schemes")
+    return _pattern_check(column, url_pattern(schemes), f"is not a valid URL ({', '.join(schemes)})")
+
+
+@_builtin(nulls="passes")
+def is_valid_uuid(column: str, strict: bool = False) -> CheckSql:
+    """Passes when ``column`` is a UUID in 8-4-4-4-12 hex form, any case; ``strict`` also checks version and variant.
+
+    With ``strict`` the version digit must be 1-8 and the variant digit 8, 9, a or b (RFC
+    9562); without it the Nil and Max UUIDs and legacy GUIDs pass, as in DQX.
+    """
+    if _bool(strict, "strict"):
+        return _pattern_check(column, STRICT_UUID_PATTERN, "is not a valid UUID (RFC 9562 version and variant)")
+    return _pattern_check(column, UUID_PATTERN, "is not a valid UUID")
+
+
+@_builtin(nulls="passes")
+def is_valid_json(column: str) -> CheckSql:
+    """Passes when the string ``column`` parses as JSON (Spark's ``try_parse_json``).
+
+    Like Spark's parser (and DQX), text after the first complete JSON value is ignored.
+    """
+    col = _column(column)
+    return CheckSql(_null_passes(col, f"try_parse_json({col.sql}) IS NOT NULL"), _said(col, "is not valid JSON"))
+
+
+@_builtin(nulls="passes")
+def has_json_keys(column: str, keys: list[str], require_all: bool = True) -> CheckSql:
+    """Passes when the JSON object in ``column`` has all of ``keys`` at its top level (without ``require_all``, any).
+
+    A value that is not a JSON object fails.
+    """
+    col = _column(column)
+    names = _items(keys, "keys", (str,), "key names")
+    wanted = "array(" + ", ".join(sql_literal(k) for k in names) + ")"
+    present = f"json_object_keys({col.sql})"
+    shown = "[" + ", ".join(names) + "]"
+    if _bool(require_all, "require_all"):
+        test = f"coalesce(size(array_except({wanted}, {present})) = 0, FALSE)"
+        return CheckSql(_null_passes(col, test), _said(col, f"is not a JSON object with all of the keys {shown}"))
+    test = f"coalesce(arrays_overlap({wanted}, {present}), FALSE)"
+    return CheckSql(_null_passes(col, test), _said(col, f"is not a JSON object with any of the keys {shown}"))
+
+
+@_builtin(nulls="passes")
+def has_valid_string_case(column: str, case: str) -> CheckSql:
+    """Passes when ``column`` is in the letter ``case``: ``upper``, ``lower``, ``title`` or ``sentence``.
+
+    ``upper``: no lower-case letter. ``lower``: no upper- or title-case letter. ``title``: no
+    word (split on spaces) starts with a lower-case letter. ``sentence``: no sentence (split
+    on periods) starts, after white space, with a lower-case letter. Characters without case
+    (digits, punctuation, most scripts) always pass.
+    """
+    col = _column(column)
+    if not isinstance(case, str) or case.lower() not in _STRING_CASES:
+        raise _ArgumentError(f"one of {', '.join(_STRING_CASES)}", case, "case")
+    pattern, problem = _STRING_CASES[case.lower()]
+    return CheckSql(_null_passes(col, f"NOT {_rlike(f'CAST({col.sql} AS STRING)', pattern)}"), _said(col, problem))
+
+
+# Time -----------------------------------------------------------------------------------------
+
+
+def _parses(column: Any, fmt: Any, argument: str, what: str) -> CheckSql:
+    col = _column(column)
+    if fmt is None:
+        return CheckSql(
+            _null_passes(col, f"try_to_timestamp({col.sql}) IS NOT NULL"), _said(col, f"is not a valid {what}")
+        )
+    pattern = _datetime_format(fmt, argument)
+    return CheckSql(
+        _null_passes(col, f"try_to_timestamp({col.sql}, {sql_literal(pattern)}) IS NOT NULL"),
+        _said(col, f"is not a valid {what} in the format {pattern}"),
+    )
+
+
+@_builtin(nulls="passes")
+def is_valid_date(column: str, date_format: str | None = None) -> CheckSql:
+    """Passes when ``column`` reads as a date, in the Spark datetime pattern ``date_format`` if given.
+
+    Without a format Spark's default parsing applies (``2024-01-31``, also with a time part).
+    The pattern is checked when the rule is compiled (letters such as ``T`` must be quoted:
+    ``yyyy-MM-dd'T'HH:mm``). Invalid values fail; nothing raises under ANSI mode.
+    """
+    return _parses(column, date_format, "date_format", "date")
+
+
+@_builtin(nulls="passes")
+def is_valid_timestamp(column: str, timestamp_format: str | None = None) -> CheckSql:
+    """Passes when ``column`` reads as a timestamp, in the Spark datetime pattern ``timestamp_format`` if given."""
+    return _parses(column, timestamp_format, "timestamp_format", "timestamp")
+
+
+def _shifted(base: str, unit: str, amount: int) -> str:
+    return base if amount == 0 else f"timestampadd({unit}, {amount}, {base})"
+
+
+@_builtin(nulls="passes (so does a value that is not a timestamp)")
+def is_not_in_future(column: str, offset: int = 0, curr_timestamp: Any = None) -> CheckSql:
+    """Passes when ``column`` is not later than ``curr_timestamp`` (default: now) plus ``offset`` seconds.
+
+    ``curr_timestamp`` is a timestamp, date or ISO string. Values are read with
+    ``try_to_timestamp``, so a string column works and a string that is no timestamp passes
+    (catch those with ``is_valid_timestamp``).
+    """
+    col = _column(column)
+    seconds = _int(offset, "offset")
+    base, shown = _timestamp(curr_timestamp, "curr_timestamp")
+    limit = _shifted(base, "SECOND", seconds)
+    value = _as_timestamp(col)
+    return CheckSql(
+        f"({value} IS NULL OR {value} <= {limit})",
+        _concat(
+            f"{col.display} = ",
+            _text(col.sql),
+            " is in the future: later than ",
+            _text(limit),
+            f" ({shown} + {seconds} seconds)",
+        ),
+    )
+
+
+@_builtin(nulls="passes (so does a value that is not a timestamp)")
+def is_not_in_near_future(column: str, offset: int = 0, curr_timestamp: Any = None) -> CheckSql:
+    """Fails when ``column`` is after ``curr_timestamp`` (default: now) but before it plus ``offset`` seconds."""
+    col = _column(column)
+    seconds = _int(offset, "offset")
+    base, shown = _timestamp(curr_timestamp, "curr_timestamp")
+    limit = _shifted(base, "SECOND", seconds)
+    value = _as_timestamp(col)
+    return CheckSql(
+        f"({value} IS NULL OR {value} <= {base} OR {value} >= {limit})",
+        _concat(
+            f"{col.display} = ",
+            _text(col.sql),
+            " is in the near future: between ",
+            _text(base),
+            " and ",
+            _text(limit),
+            f" ({shown} + {seconds} seconds)",
+        ),
+    )
+
+
+@_builtin(nulls="passes (so does a value that is not a date)")
+def is_older_than_n_days(column: str, days: int, curr_date: Any = None, negate: bool = False) -> CheckSql:
+    """Passes when the date of ``column`` is more than ``days`` days before ``curr_date`` (default: today).
+
+    Precisely: passes when ``date(column) < curr_date - days``; with ``negate`` the test
+    flips, passing when ``date(column) >= curr_date - days``. ``curr_date`` is a date or ISO
+    string.
+    """
+    col = _column(column)
+    count = _int(days, "days")
+    base, shown = _date(curr_date, "curr_date")
+    limit = f"date_sub({base}, {count})"
+    day = f"CAST({_as_timestamp(col)} AS DATE)"
+    if _bool(negate, "negate"):
+        condition, problem = f"{day} >= {limit}", "is before "
+    else:
+        condition, problem = f"{day} < {limit}", "is not before "
+    return CheckSql(
+        f"({day} IS NULL OR {condition})",
+        _concat(f"{col.display} = ", _text(col.sql), f" {problem}", _text(limit), f" ({shown} - {count} days)"),
+    )
+
+
+@_builtin(nulls="passes (so does a value that is not a timestamp)")
+def is_data_fresh(column: str, max_age_minutes: int, base_timestamp: Any = None) -> CheckSql:
+    """Passes when ``column`` is at most ``max_age_minutes`` minutes older than ``base_timestamp`` (default: now)."""
+    col = _column(column)
+    minutes = _int(max_age_minutes, "max_age_minutes", minimum=0)
+    base, shown = _timestamp(base_timestamp, "base_timestamp")
+    limit = _shifted(base, "MINUTE", -minutes)
+    value = _as_timestamp(col)
+    return CheckSql(
+        f"({value} IS NULL OR {value} >= {limit})",
+        _concat(
+            f"{col.display} = ",
+            _text(col.sql),
+            " is stale: earlier than ",
+            _text(limit),
+            f" ({shown} - {minutes} minutes)",
+        ),
+    )
+
+
+# Network --------------------------------------------------------------------------------------
+
+
+@_builtin(nulls="passes")
+def is_valid_ipv4_address(column: str) -> CheckSql:
+    """Passes when ``column`` is a dotted-quad IPv4 address (octets 0-255, no leading zeros)."""
+    return _pattern_check(column, IPV4_PATTERN, "is not a valid IPv4 address")
+
+
+_CIDR = re.compile(rf"{_IPV4}/(?:3[0-2]|[12]?[0-9])")
+
+
+@_builtin(nulls="passes")
+def is_ipv4_address_in_cidr(column: str, cidr_block: str) -> CheckSql:
+    """Passes when ``column`` is an IPv4 address inside ``cidr_block`` (e.g. ``192.168.1.0/24``); other values fail.
+
+    Host bits in the block are ignored, as in DQX (``10.1.2.3/8`` means ``10.0.0.0/8``).
+    """
+    col = _column(column)
+    if not isinstance(cidr_block, str) or not _CIDR.fullmatch(cidr_block):
+        raise _ArgumentError("an IPv4 CIDR block such as '192.168.1.0/24'", cidr_block, "cidr_block")
+    network = ipaddress.IPv4Network(cidr_block, strict=False)
+    octets = [f"try_cast(split_part({col.sql}, '.', {i}) AS BIGINT) * {256 ** (4 - i)}" for i in range(1, 5)]
+    as_number = " + ".join(octets)
+    valid = _rlike(col.sql, IPV4_PATTERN)
+    first, last = int(network.network_address), int(network.broadcast_address)
+    return CheckSql(
+        _null_passes(col, f"({valid} AND {as_number} BETWEEN {first} AND {last})"),
+        _case(
+            valid,
+            _said(col, f"is not in the CIDR block {cidr_block}"),
+            _said(col, "is not a valid IPv4 address"),
+        ),
+    )
+
+
+@_builtin(nulls="passes")
+def is_valid_ipv6_address(column: str) -> CheckSql:
+    """Passes when ``column`` is an IPv6 address in any standard text form, as Python's ``ipaddress`` reads it.
+
+    Full, ``::``-compressed and IPv4-suffixed forms (``::ffff:192.0.2.1``) and a ``%zone``
+    suffix are accepted; brackets and prefix lengths are not. Pure SQL, no Python UDF.
+    """
+    return _pattern_check(column, IPV6_PATTERN, "is not a valid IPv6 address")
+
+
+# Custom SQL -----------------------------------------------------------------------------------
+
+
+@_builtin(nulls="fails, as for any rule expectation (DQX lets NULL pass)")
+def sql_expression(
+    expression: str,
+    msg: str | None = None,
+    name: str | None = None,
+    negate: bool = False,
+    columns: list[str] | None = None,
+) -> CheckSql:
+    """Passes when the Spark SQL boolean ``expression`` is TRUE (with ``negate``, when it is FALSE).
+
+    The expression is the user's own SQL, used as given, like a rule's ``expectation``. ``msg``
+    replaces the failure message; ``columns`` adds those columns' values to the default one;
+    ``name`` names the rule when the rule gives none.
+    """
+    text = _text_arg(expression, "expression").strip()
+    if not text:
+        raise _ArgumentError("a non-empty string", expression, "expression")
+    if msg is not None:
+        _text_arg(msg, "msg")
+    if name is not None:
+        _text_arg(name, "name")
+    shown = [] if columns is None else _items(columns, "columns", (str,), "column names")
+    cols = [_column(c, "columns") for c in shown]
+    if _bool(negate, "negate"):
+        # A newline before the closing parenthesis keeps a trailing -- comment from swallowing it.
+        condition = f"NOT ({text}{chr(10) if '--' in text else ''})"
+        problem = f"expression {text} is true"
+    else:
+        condition, problem = text, f"expression {text} is not true"
+    if msg is not None:
+        return CheckSql(condition, sql_literal(msg))
+    parts: list[str] = [problem]
+    for i, col in enumerate(cols):
+        parts += [(" (" if i == 0 else ", ") + f"{col.display} = ", _text(col.sql)]
+    if cols:
+        parts.append(")")
+    return CheckSql(condition, _concat(*parts))
+
+
+#: Names of the built-in row checks, in the order of the reference page.
+ROW_CHECKS: tuple[str, ...] = tuple(name for name, d in _REGISTRY.items() if d.builtin)

@@ -180,6 +180,36 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+# ---------------------------------------------------------------------------- convert
+
+
+def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
+    from spark_quarantine.formats import convert
+
+    conversion = convert(args.source, args.source_format, product_id=args.product_id, table_name=args.table_name)
+    if conversion.notes:
+        print(f"{len(conversion.notes)} note(s) on what could not be converted as written:", file=out)
+        for note in conversion.notes:
+            print(f"  - {note}", file=out)
+    if not conversion.rules:
+        print(f"No rule of {args.source} could be converted; {args.output} was not written.", file=out)
+        return EXIT_FAILED
+    header = [f"# Converted from {conversion.format} rules in {args.source} by spark-quarantine convert."]
+    header += ["# Note: " + note.replace("\n", " ") for note in conversion.notes]
+    body = yaml.safe_dump({"rules": list(conversion.rules)}, sort_keys=False, allow_unicode=True, width=110)
+    try:
+        Path(args.output).write_text("\n".join(header) + "\n" + body, encoding="utf-8")
+    except OSError as exc:
+        print(f"cannot write {args.output}: {exc.strerror or exc}", file=out)
+        return EXIT_FAILED
+    print(
+        f"Wrote {len(conversion.rules)} rule(s) from {conversion.format} to {args.output}; "
+        f"check them with: spark-quarantine validate {args.output}",
+        file=out,
+    )
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -200,6 +230,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--warehouse", help="local warehouse folder (overrides the file's 'warehouse')")
     run.set_defaults(func=cmd_run)
 
+    from spark_quarantine.formats import FORMATS
+
+    conv = sub.add_parser(
+        "convert",
+        help="convert Spark Expectations, DQX or DLT rules into a spark_quarantine rule file",
+        description="Convert another tool's rules into a spark_quarantine YAML rule file (a top-level "
+        "'rules:' list). Prints what could not be converted. Exit 0 when rules were written, 1 when "
+        "the conversion failed, 2 on bad usage.",
+    )
+    conv.add_argument("source", help="the rules file (YAML or JSON) to convert")
+    conv.add_argument(
+        "--from",
+        dest="source_format",
+        choices=FORMATS,
+        help="the source's format (default: detected from its shape)",
+    )
+    conv.add_argument("-o", "--output", required=True, help="the YAML rule file to write")
+    conv.add_argument("--product-id", help="Spark Expectations: keep only the rules of this product_id")
+    conv.add_argument("--table-name", help="Spark Expectations: keep only the rules of this table_name")
+    conv.set_defaults(func=cmd_convert)
+
     for register in _EXTRA_COMMANDS:
         register(sub)
     return parser
@@ -207,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Other modules add their subcommands here (name -> registration), keeping this module small.
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+
+
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:

@@ -260,8 +260,6 @@ def build_parser() -> argparse.ArgumentParser:
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = []
 
 
-
-
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     """Entry point of ``spark-quarantine``; returns the exit code."""
     stream = out or sys.stdout

@@ -42,6 +42,7 @@ from spark_quarantine.loading import load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.rules import Action, Priority, Rule
 from spark_quarantine.session import local_spark
+from spark_quarantine.sinks.dlq import create_dlq_tables
 
 __all__ = [
     "Action",
@@ -72,6 +73,7 @@ __all__ = [
     "apply_checks_and_save_in_tables",
     "apply_checks_and_save_in_tables_for_patterns",
     "apply_checks_by_metadata_and_save_in_table",
+    "create_dlq_tables",
     "load_rules",
     "local_spark",
     "parse_notification_conf",

@@ -259,6 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
 #: Other modules add their subcommands here (name -> registration), keeping this module small.
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = []
 
+from spark_quarantine.dlq_cli import register as _register_dlq  # noqa: E402 - registers after the list exists
+
+_EXTRA_COMMANDS.append(_register_dlq)
+
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     """Entry point of ``spark-quarantine``; returns the exit code."""

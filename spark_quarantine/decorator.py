@@ -8,13 +8,16 @@ from typing import Any, Protocol, TypeVar, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings, parse_user_conf
+from spark_quarantine.dlq_mode import DLQTarget, coerced_warnings, parse_quarantine, register_action, run_dlq
 from spark_quarantine.errors import ConfigError
 from spark_quarantine.evaluate import Flagged
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.runner import Writer, run_checks
 from spark_quarantine.sinks.delta import append, check_appendable
+from spark_quarantine.sinks.dlq import check_dlq_tables
 from spark_quarantine.sinks.error_table import error_table_schema
 
 __all__ = ["QuarantinedFunction", "with_quarantine"]
@@ -40,6 +43,7 @@ def with_quarantine(
     stats_table: str | None = None,
     user_conf: Mapping[str, Any] | None = None,
     spark: SparkSession | None = None,
+    quarantine: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., DataFrame]], QuarantinedFunction]:
     """Decorate a function returning a DataFrame so every row is checked against ``rules``.
 
@@ -57,6 +61,11 @@ def with_quarantine(
 
     The error table is ``target_table + "_error"`` unless ``error_table`` names another.
 
+    With ``quarantine={"dlq_table": ..., "source_table": ...}`` failing rows go to a Delta
+    dead-letter queue instead of the error table, every rule acts as ``drop``, passing rows
+    are appended to ``target_table``, and rows an operator marked ``fixed`` are recycled
+    once (see the DLQ guide).
+
     Example::
 
         @with_quarantine(rules="rules/orders.yaml", target_table="sales.orders",
@@ -66,10 +75,24 @@ def with_quarantine(
     """
     settings: Settings = parse_user_conf(user_conf)
     rule_set = load_rules(rules, params=settings.rules_params)
+    dlq: DLQTarget | None = None
+    dlq_warnings: list[Any] = []
+    if quarantine is not None:
+        dlq = parse_quarantine(quarantine, settings.rules_params)
+        if not target_table:
+            raise ConfigError(
+                "the DLQ quarantine mode appends passing rows to target_table: give target_table",
+                code="SQ-C006",
+                key="target_table",
+            )
+        dlq_warnings = coerced_warnings(rule_set)
+        log = get_logger(target_table=target_table, product_id=product_id)
+        for warning in dlq_warnings:
+            log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
     if write_to_table and not target_table:
         raise ConfigError("write_to_table=True needs target_table", code="SQ-C006", key="target_table")
     errors_to = error_table or (f"{target_table}_error" if target_table else None)
-    if settings.error_table_enabled and errors_to is None:
+    if settings.error_table_enabled and errors_to is None and quarantine is None:
         raise ConfigError(
             "the error table needs a name: give target_table (the error table is then "
             "target_table + '_error') or error_table, or set "
@@ -81,8 +104,35 @@ def with_quarantine(
         errors_to = None
 
     def decorate(func: Callable[..., DataFrame]) -> QuarantinedFunction:
+        if dlq is not None:
+            register_action(dlq, f"{func.__module__}.{func.__qualname__}")
+
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> DataFrame:
+            if dlq is not None and target_table:
+                session = spark or SparkSession.getActiveSession()
+                if session is None:
+                    raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")
+                check_dlq_tables(session, dlq.dlq_table)  # before reading any data
+                try:
+                    outcome = run_dlq(
+                        func(*args, **kwargs),
+                        rule_set,
+                        dlq=dlq,
+                        settings=settings,
+                        spark=session,
+                        target_table=target_table,
+                        product_id=product_id,
+                        stats_table=stats_table,
+                        warnings=dlq_warnings,
+                    )
+                except Exception as exc:
+                    failed_run = getattr(exc, "result", None)
+                    if isinstance(failed_run, RunResult):
+                        cast(QuarantinedFunction, wrapper).last_run = failed_run
+                    raise
+                cast(QuarantinedFunction, wrapper).last_run = outcome.result
+                return outcome.kept
             df = func(*args, **kwargs)
             write_target: Writer | None = None
             write_errors: Writer | None = None

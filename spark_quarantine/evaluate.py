@@ -307,6 +307,7 @@ def flag_rows(
     *,
     coerce_to_drop: bool = False,
     references: Mapping[str, DataFrame] | None = None,
+    carry: Sequence[str] = (),
 ) -> Flagged:
     """Add failure flags for every enabled rule in a single projection.
 
@@ -316,7 +317,7 @@ def flag_rows(
     """
     enabled = tuple(r for r in rules if r.enabled)
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
-    columns = tuple(df.columns)
+    columns = tuple(c for c in df.columns if c not in carry)
     source = df
     flag_columns: list[Column] = []
     metrics: list[tuple[Rule, Column]] = []
@@ -335,7 +336,8 @@ def flag_rows(
     ]
     drop = _any(is_drop).alias(DROP_FLAG)
     anything = _any([F.col(n) for n in flags]).alias(ANY_FLAG)
-    flagged = source.select(*[col(c) for c in columns], *flag_columns).select("*", drop, anything)
+    kept_columns = [col(c) for c in (*columns, *carry)]
+    flagged = source.select(*kept_columns, *flag_columns).select("*", drop, anything)
     return Flagged(df=flagged, columns=columns, rules=enabled, flags=flags, dataset_metrics=tuple(metrics))
 
 
@@ -440,6 +442,17 @@ def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int,
         int(metrics.get("error_rows") or 0),
         per_rule,
     )
+
+
+def failed_rule_structs(flagged: Flagged) -> Column:
+    """ARRAY<STRUCT<name, rule>>: one struct per rule the row failed (the DLQ's ``_dlq_failed_rules``)."""
+    entries = [
+        F.when(F.col(flag), F.struct(F.lit(rule.name).alias("name"), F.lit(rule.expectation).alias("rule")))
+        for rule, flag in zip(flagged.rules, flagged.flags, strict=True)
+    ]
+    if not entries:
+        return F.array().cast("array<struct<name:string,rule:string>>")
+    return F.array_compact(F.array(*entries))
 
 
 def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Column:

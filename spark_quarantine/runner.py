@@ -60,9 +60,9 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def check_input_columns(df: DataFrame) -> None:
+def check_input_columns(columns: Sequence[str]) -> None:
     """Reject inputs whose columns collide with the columns the library adds."""
-    clashes = [c for c in df.columns if c in META_COLUMNS or c.startswith(FLAG_PREFIX)]
+    clashes = [c for c in columns if c in META_COLUMNS or c.startswith(FLAG_PREFIX)]
     if clashes:
         raise SchemaConflictError(
             f"input column(s) {', '.join(repr(c) for c in clashes)} collide with columns spark_quarantine "
@@ -98,6 +98,9 @@ def run_checks(
     coerce_to_drop: bool = False,
     observe: bool = True,
     failed_rows_reader: Callable[[], DataFrame] | None = None,
+    carry: Sequence[str] = (),
+    error_row_builder: Callable[[Flagged, DataFrame], DataFrame] | None = None,
+    after_writes: Callable[[DataFrame], None] | None = None,
     extra_warnings: Sequence[Problem] = (),
     run_id: str | None = None,
 ) -> RunOutcome:
@@ -112,11 +115,17 @@ def run_checks(
     session = spark or df.sparkSession
     log = get_logger(run_id=run_id, product_id=product_id, target_table=target_table)
 
-    check_input_columns(df)
+    check_input_columns([c for c in df.columns if c not in carry])
     warnings = [*extra_warnings, *check_rules_against(df, rules)]
     for warning in warnings:
         log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
-    flagged = flag_rows(df, rules, coerce_to_drop=coerce_to_drop, references=settings.reference_dataframes)
+    flagged = flag_rows(df, rules, coerce_to_drop=coerce_to_drop, references=settings.reference_dataframes, carry=carry)
+
+    def build_errors(frame: DataFrame) -> DataFrame:
+        if error_row_builder is not None:
+            return error_row_builder(flagged, frame)
+        return error_rows(flagged, frame, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop)
+
     if precheck is not None:
         precheck(flagged, session)
     if write_errors is None and write_annotated is None:
@@ -177,11 +186,11 @@ def run_checks(
         if not observe:
             counts = counts_from_metrics(flagged, frame.agg(*metric_columns(flagged)).collect()[0].asDict())
             if write_errors is not None:
-                write_errors(error_rows(flagged, frame, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop))
+                write_errors(build_errors(frame))
                 if error_table:
                     written.append(error_table)
         elif write_errors is not None:
-            write_errors(error_rows(flagged, observed, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop))
+            write_errors(build_errors(observed))
             if error_table:
                 written.append(error_table)
         elif write_annotated is not None and not fail_rules:
@@ -216,6 +225,8 @@ def run_checks(
             write_target(flagged.kept(frame))
             if target_table:
                 written.append(target_table)
+        if after_writes is not None:
+            after_writes(frame)
         passed = result("passed")
         record(passed)
         log.info("quarantine_run", status="passed", **_summary(passed))

@@ -1,0 +1,192 @@
+"""The decorator's DLQ quarantine mode: failing rows MERGE into a Delta inbox, fixed rows come back.
+
+``with_quarantine(..., quarantine={"dlq_table": ..., "source_table": ...})`` turns it on. A
+run (batch):
+
+1. checks the inbox and outbox (columns, types, properties) before reading any data;
+2. reads this source's rows an operator marked ``fixed`` and that are not in the outbox yet,
+   rebuilt by column name, and adds them to the function's rows;
+3. evaluates every rule once (every rule acts as ``drop``; a NULL result fails);
+4. MERGEs the failing rows into the inbox (insert-only on ``_dlq_source_table`` and
+   ``_dlq_sk``; a recycled row that still fails keeps its key and goes back to
+   ``quarantined`` with its new failed rules, to be fixed and recycled again);
+5. appends the passing rows to the target;
+6. records the recycled rows that are done in the outbox, so each is recycled once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_quarantine.config import Settings
+from spark_quarantine.errors import ConfigError, Problem
+from spark_quarantine.evaluate import FLAG_PREFIX, Flagged, failed_rule_structs
+from spark_quarantine.rules import Action, Rule
+from spark_quarantine.runner import RunOutcome, run_checks
+from spark_quarantine.sinks.delta import append
+from spark_quarantine.sinks.dlq import (
+    fixed_rows,
+    inbox_rows,
+    merge_into_inbox,
+    merge_into_outbox,
+    outbox_name,
+)
+from spark_quarantine.tokens import TokenError, resolve_tokens
+
+__all__ = ["DLQTarget", "coerced_warnings", "parse_quarantine", "register_action", "run_dlq"]
+
+RECYCLED_SK = f"{FLAG_PREFIX}dlq_sk"
+_KEYS = ("dlq_table", "source_table")
+
+
+@dataclass(frozen=True)
+class DLQTarget:
+    """Where a quarantine action's failing rows go: the inbox (outbox derived) and the source's name."""
+
+    dlq_table: str
+    source_table: str
+
+    @property
+    def outbox(self) -> str:
+        return outbox_name(self.dlq_table)
+
+
+def parse_quarantine(quarantine: Any, params: Mapping[str, Any]) -> DLQTarget:
+    """Check the ``quarantine=`` mapping and resolve its ``${...}`` tokens."""
+    if not isinstance(quarantine, Mapping):
+        raise ConfigError(
+            f"quarantine must be a dict with dlq_table and source_table, found {type(quarantine).__name__}",
+            code="SQ-C006",
+            key="quarantine",
+        )
+    unknown = sorted(set(quarantine) - set(_KEYS))
+    missing = [k for k in _KEYS if not isinstance(quarantine.get(k), str) or not quarantine[k].strip()]
+    if unknown or missing:
+        raise ConfigError(
+            f"quarantine takes dlq_table and source_table (non-empty strings); "
+            f"unknown: {unknown or 'none'}, missing: {missing or 'none'}",
+            code="SQ-C006",
+            key="quarantine",
+        )
+    values = {}
+    for key in _KEYS:
+        try:
+            values[key] = resolve_tokens(quarantine[key].strip(), params=params)
+        except TokenError as exc:
+            raise ConfigError(f"quarantine.{key}: {exc}", code="SQ-C005", key=f"quarantine.{key}") from None
+    return DLQTarget(**values)
+
+
+_actions_lock = threading.Lock()
+_actions: dict[tuple[str, str], str] = {}
+
+
+def register_action(target: DLQTarget, owner: str) -> None:
+    """Refuse a second quarantine action with the same DLQ and source_table in this process (SQ-D002)."""
+    key = (target.dlq_table.lower(), target.source_table.lower())
+    with _actions_lock:
+        existing = _actions.get(key)
+        if existing is not None and existing != owner:
+            raise ConfigError(
+                f"quarantine actions '{existing}' and '{owner}' both use DLQ '{target.dlq_table}' with "
+                f"source_table '{target.source_table}'; source_table must be unique per action sharing a DLQ "
+                "(their MERGEs would conflict and each would recycle the other's fixed rows)",
+                code="SQ-D002",
+                key="quarantine.source_table",
+            )
+        _actions[key] = owner
+
+
+def coerced_warnings(rules: Sequence[Rule]) -> list[Problem]:
+    """A warning for every enabled rule whose action is not ``drop``: in DLQ mode it acts as ``drop``."""
+    return [
+        Problem(
+            "SQ-R030",
+            f"action_if_failed is {rule.action_if_failed.value}, but in DLQ quarantine mode every rule acts as "
+            "drop: failing rows go to the DLQ inbox and leave the target",
+            file=rule.source,
+            line=rule.line,
+            rule=rule.name,
+            severity="warning",
+        )
+        for rule in rules
+        if rule.enabled and rule.action_if_failed is not Action.DROP
+    ]
+
+
+def run_dlq(
+    df: Any,
+    rules: Sequence[Rule],
+    *,
+    dlq: DLQTarget,
+    settings: Settings,
+    spark: SparkSession,
+    target_table: str,
+    product_id: str | None,
+    stats_table: str | None,
+    warnings: Sequence[Problem],
+) -> RunOutcome:
+    """One batch run in DLQ mode (see the module docstring)."""
+    if isinstance(df, DataFrame) and df.isStreaming:
+        raise ConfigError(
+            "the DLQ quarantine mode runs on batch DataFrames in this release; for streaming sources use "
+            "apply_checks_and_save_in_table with is_streaming=True and a quarantine_config",
+            code="SQ-C006",
+            key="quarantine",
+        )
+    if not isinstance(df, DataFrame):
+        return run_checks(df, rules, settings=settings)  # raises the usual SQ-S002
+    recycled = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema)
+    combined = df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
+        recycled.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
+    )
+
+    def build_inbox(flagged: Flagged, frame: DataFrame) -> DataFrame:
+        # A recycled row keeps its inbox key, so one that still fails is requeued on its own row.
+        return inbox_rows(
+            flagged.failed(frame),
+            flagged.columns,
+            failed_rule_structs(flagged),
+            dlq.source_table,
+            keep=(RECYCLED_SK,),
+            sk=F.col(RECYCLED_SK),
+        )
+
+    def write_inbox(rows: DataFrame) -> None:
+        merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, rows, requeue=F.col(RECYCLED_SK).isNotNull())
+
+    def write_target(frame: DataFrame) -> None:
+        append(frame, target_table, role="target table")
+
+    def record_recycled(frame: DataFrame) -> None:
+        used = frame.filter(F.col(RECYCLED_SK).isNotNull()).select(F.col(RECYCLED_SK).alias("_dlq_sk")).distinct()
+        # Recycled rows still 'fixed' after the inbox MERGE passed and reached the target;
+        # the ones that failed again are 'quarantined' and wait for another fix.
+        done = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema).join(used, "_dlq_sk", "left_semi")
+        merge_into_outbox(spark, dlq.dlq_table, dlq.source_table, done.select("_dlq_sk", "_dlq_row_data"))
+
+    outcome = run_checks(
+        combined,
+        rules,
+        settings=settings,
+        spark=spark,
+        product_id=product_id,
+        target_table=target_table,
+        error_table=dlq.dlq_table,
+        stats_table=stats_table,
+        write_target=write_target,
+        write_errors=write_inbox,
+        coerce_to_drop=True,
+        observe=False,  # MERGE may run its source more than once: count with one aggregate instead
+        carry=(RECYCLED_SK,),
+        error_row_builder=build_inbox,
+        after_writes=record_recycled,
+        extra_warnings=warnings,
+    )
+    return outcome

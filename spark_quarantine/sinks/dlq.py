@@ -1,0 +1,544 @@
+"""The Delta dead-letter queue (DLQ): an inbox of quarantined rows and an outbox of recycled ones.
+
+Rows that fail their rules are MERGEd into the inbox (one row per distinct failing row and
+source, keyed by ``_dlq_sk``), with the full row kept as a typed ``VARIANT``. An operator
+corrects a row and sets ``_dlq_status = 'fixed'``; the next run reads the fixed rows back,
+rebuilt to the source schema by column name, and records them in the outbox so each one is
+recycled once.
+
+Every statement is scoped by ``_dlq_source_table``, so several sources can share one DLQ.
+Nothing here builds SQL from user values: MERGEs go through :class:`delta.tables.DeltaTable`
+with Column conditions, and the only SQL text (the ``CREATE TABLE`` of
+:func:`create_dlq_tables`) contains quoted identifiers and fixed text.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+from pyspark.sql.window import Window
+
+from spark_quarantine.errors import DLQError, InvalidParameterError, SchemaConflictError, TableWriteError
+from spark_quarantine.evaluate import FLAG_PREFIX, col
+from spark_quarantine.sinks.delta import _shape
+
+__all__ = [
+    "FAILED_RULES_TYPE",
+    "FIXED",
+    "INBOX_COLUMNS",
+    "OUTBOX_COLUMNS",
+    "QUARANTINED",
+    "RESCUED_DATA",
+    "check_dlq_tables",
+    "create_dlq_tables",
+    "decode_payload",
+    "encode_payload",
+    "fixed_rows",
+    "inbox_ddl",
+    "inbox_rows",
+    "merge_into_inbox",
+    "merge_into_outbox",
+    "outbox_ddl",
+    "outbox_name",
+    "quote_table",
+    "run_with_retries",
+    "surrogate_key",
+]
+
+#: The source column whose content goes to ``_dlq_rescued_data`` instead of the payload.
+RESCUED_DATA = "_rescued_data"
+
+#: Type of ``_dlq_failed_rules``: one ``{name, rule}`` struct per violated expectation.
+FAILED_RULES_TYPE = "ARRAY<STRUCT<name: STRING, rule: STRING>>"
+
+#: Inbox columns in table order, with their reference DDL types (NOT NULL where the reference has it).
+INBOX_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_dlq_sk", "STRING NOT NULL"),
+    ("_dlq_source_table", "STRING NOT NULL"),
+    ("_dlq_status", "STRING NOT NULL"),
+    ("_dlq_timestamp", "TIMESTAMP NOT NULL"),
+    ("_dlq_failed_rules", FAILED_RULES_TYPE),
+    ("_dlq_rescued_data", "STRING"),
+    ("_row_data", "VARIANT NOT NULL"),
+)
+
+#: Outbox columns in table order, with their reference DDL types.
+OUTBOX_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_dlq_sk", "STRING NOT NULL"),
+    ("_dlq_source_table", "STRING NOT NULL"),
+    ("_row_data", "VARIANT NOT NULL"),
+    ("_dlq_recycled_at", "TIMESTAMP NOT NULL"),
+)
+
+_INBOX_PROPERTIES = ("delta.enableChangeDataFeed", "delta.enableRowTracking", "delta.enableDeletionVectors")
+_OUTBOX_PROPERTIES = ("delta.enableRowTracking", "delta.enableDeletionVectors")
+
+#: ``_dlq_status`` values: set on insert, and set by an operator to recycle a row.
+QUARANTINED, FIXED = "quarantined", "fixed"
+
+# The row JSON behind _dlq_sk must not depend on session settings: microseconds and UTC are
+# pinned (the default format keeps milliseconds only, so rows differing below a millisecond
+# would share a key), and NULL fields are left out so adding a nullable column upstream
+# keeps the keys of existing rows.
+_KEY_JSON_OPTIONS = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "dateFormat": "yyyy-MM-dd",
+    "timeZone": "UTC",
+    "ignoreNullFields": "true",
+}
+
+# Delta's optimistic-concurrency failures: another writer committed first; retrying is safe.
+_CONFLICT_MARKERS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "ConcurrentWriteException",
+    "DeltaConcurrentModificationException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "DELTA_CONCURRENT_",
+    "DELTA_METADATA_CHANGED",
+    "DELTA_PROTOCOL_CHANGED",
+)
+
+
+# ---------------------------------------------------------------------------- names
+
+
+def _split_name(name: str) -> list[str]:
+    """Split a table name on dots outside backticks; backticked parts are unquoted."""
+    parts: list[str] = []
+    current: list[str] = []
+    i, quoted = 0, False
+    while i < len(name):
+        char = name[i]
+        if quoted:
+            if char == "`" and name[i + 1 : i + 2] == "`":
+                current.append("`")
+                i += 1
+            elif char == "`":
+                quoted = False
+            else:
+                current.append(char)
+        elif char == "`":
+            quoted = True
+        elif char == ".":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    parts.append("".join(current))
+    if quoted or any(p == "" for p in parts):
+        raise InvalidParameterError(f"{name!r} is not a valid table name")
+    return parts
+
+
+def quote_table(name: str) -> str:
+    """``main.ops.dlq`` -> ```main`.`ops`.`dlq``` : every part quoted, backticks doubled."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in _split_name(name))
+
+
+def outbox_name(dlq_table: str) -> str:
+    """The outbox of a DLQ: its name with ``_outbox`` appended (``main.ops.orders_dlq_outbox``)."""
+    return dlq_table + "_outbox"
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+def _ddl(name: str, columns: Sequence[tuple[str, str]], properties: Sequence[str]) -> str:
+    body = ",\n  ".join(f"{column} {type_}" for column, type_ in columns)
+    props = ",\n  ".join(f"'{p}' = 'true'" for p in properties)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {quote_table(name)} (\n  {body}\n)\nUSING DELTA\n"
+        f"CLUSTER BY (_dlq_source_table)\nTBLPROPERTIES (\n  {props}\n)"
+    )
+
+
+def inbox_ddl(dlq_table: str) -> str:
+    """The reference ``CREATE TABLE IF NOT EXISTS`` statement of the inbox ``dlq_table``."""
+    return _ddl(dlq_table, INBOX_COLUMNS, _INBOX_PROPERTIES)
+
+
+def outbox_ddl(dlq_table: str) -> str:
+    """The reference ``CREATE TABLE IF NOT EXISTS`` statement of the outbox of ``dlq_table``."""
+    return _ddl(outbox_name(dlq_table), OUTBOX_COLUMNS, _OUTBOX_PROPERTIES)
+
+
+def create_dlq_tables(spark: SparkSession, dlq_table: str) -> None:
+    """Create the DLQ inbox ``dlq_table`` and its outbox with the reference DDL, if absent.
+
+    Existing tables are left as they are (``CREATE TABLE IF NOT EXISTS``); use
+    :func:`check_dlq_tables` to verify them.
+
+    Example::
+
+        create_dlq_tables(spark, "main.ops.orders_dlq")  # also main.ops.orders_dlq_outbox
+    """
+    spark.sql(inbox_ddl(dlq_table))
+    spark.sql(outbox_ddl(dlq_table))
+
+
+def _required_types(columns: Sequence[tuple[str, str]]) -> dict[str, DataType]:
+    ddl = ", ".join(f"{name} {type_.replace(' NOT NULL', '')}" for name, type_ in columns)
+    parsed = DataType.fromDDL(ddl)
+    assert isinstance(parsed, StructType)
+    return {f.name: f.dataType for f in parsed.fields}
+
+
+def _table_problems(
+    spark: SparkSession,
+    table: str,
+    role: str,
+    columns: Sequence[tuple[str, str]],
+    properties: Sequence[str],
+    dlq_table: str,
+) -> list[str]:
+    from delta.tables import DeltaTable
+
+    quoted = quote_table(table)
+    create = f"spark_quarantine.create_dlq_tables(spark, {dlq_table!r})"
+    try:
+        exists = bool(spark.catalog.tableExists(quoted))
+    except Exception:  # noqa: BLE001 - an unknown catalog or database: the table does not exist either
+        exists = False
+    if not exists:
+        return [f"the DLQ {role} {quoted} does not exist; create it with {create}"]
+    try:
+        detail = DeltaTable.forName(spark, quoted).detail().select("properties").first()
+    except Exception:  # noqa: BLE001 - anything but a Delta table lands here
+        return [f"the DLQ {role} {quoted} is not a Delta table; drop it and run {create}"]
+    problems: list[str] = []
+    existing = {f.name: f.dataType for f in spark.read.table(quoted).schema.fields}
+    for name, data_type in _required_types(columns).items():
+        ddl_type = data_type.simpleString().upper()
+        if name not in existing:
+            problems.append(
+                f"the DLQ {role} {quoted} has no column {name}; add it with "
+                f"ALTER TABLE {quoted} ADD COLUMNS ({name} {ddl_type})"
+            )
+        elif _shape(existing[name]) != _shape(data_type):
+            problems.append(
+                f"column {name} of the DLQ {role} {quoted} is {existing[name].simpleString().upper()}, "
+                f"not {ddl_type}; recreate the table with the reference DDL ({create} on a new name)"
+            )
+    props = (detail["properties"] if detail is not None else None) or {}
+    for prop in properties:
+        if str(props.get(prop, "")).lower() != "true":
+            problems.append(
+                f"the DLQ {role} {quoted} does not have {prop} = true; enable it with "
+                f"ALTER TABLE {quoted} SET TBLPROPERTIES ('{prop}' = 'true')"
+            )
+    return problems
+
+
+def check_dlq_tables(spark: SparkSession, dlq_table: str) -> None:
+    """Check the inbox ``dlq_table`` and its outbox before a run.
+
+    Both must exist as Delta tables with the reference columns and types (extra columns are
+    fine; NOT NULL is not required), the inbox with change data feed, row tracking and
+    deletion vectors on, the outbox with row tracking and deletion vectors on. Raises
+    :class:`~spark_quarantine.errors.DLQError` (``SQ-D001``) listing every problem, each
+    with the statement that fixes it.
+    """
+    problems = _table_problems(spark, dlq_table, "inbox", INBOX_COLUMNS, _INBOX_PROPERTIES, dlq_table)
+    problems += _table_problems(spark, outbox_name(dlq_table), "outbox", OUTBOX_COLUMNS, _OUTBOX_PROPERTIES, dlq_table)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise DLQError(f"the DLQ tables of {quote_table(dlq_table)} are not ready:\n{lines}", code="SQ-D001")
+
+
+# ---------------------------------------------------------------------------- payload
+
+
+def _encoded(data_type: DataType, path: str) -> DataType:
+    """``data_type`` with every map key turned into a string: VARIANT objects have string keys."""
+    if isinstance(data_type, StructType):
+        return StructType(
+            [StructField(f.name, _encoded(f.dataType, f"{path}.{f.name}"), True) for f in data_type.fields]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_encoded(data_type.elementType, f"{path}[]"), True)
+    if isinstance(data_type, MapType):
+        key = data_type.keyType
+        if isinstance(key, (StructType, ArrayType, MapType, BinaryType)):
+            raise SchemaConflictError(
+                f"column {path} is a map keyed by {key.simpleString().upper()}; a DLQ payload (VARIANT) "
+                "can keep maps keyed by strings, numbers, booleans, dates and timestamps only",
+                code="SQ-S003",
+            )
+        return MapType(StringType(), _encoded(data_type.valueType, f"{path}{{}}"), True)
+    return data_type
+
+
+def _nullable(data_type: DataType) -> DataType:
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
+
+
+def encode_payload(row: Column, row_type: StructType) -> Column:
+    """The struct ``row`` (of type ``row_type``) as a typed VARIANT object, one field per column.
+
+    Timestamps, dates, decimals and binary keep their types. Map keys become strings (a
+    VARIANT object's keys are strings); :func:`decode_payload` turns them back.
+    """
+    encoded = _encoded(row_type, "row")
+    return F.to_variant_object(row if encoded == _nullable(row_type) else row.cast(encoded))
+
+
+def decode_payload(payload: Column, row_type: StructType) -> Column:
+    """The VARIANT ``payload`` as a struct of ``row_type``, field by field BY NAME.
+
+    A field absent from the payload is NULL; payload fields not in ``row_type`` are ignored.
+    A value that cannot be cast to its field's type fails the query
+    (``INVALID_VARIANT_CAST``) rather than becoming NULL.
+    """
+    target = _nullable(row_type)
+    encoded = _encoded(row_type, "row")
+    decoded = payload.cast(encoded)
+    return decoded if encoded == target else decoded.cast(target)
+
+
+def _sorted_struct(columns: Sequence[str]) -> Column:
+    return F.struct(*[col(c).alias(c) for c in sorted(columns)])
+
+
+def surrogate_key(source_table: str, columns: Sequence[str]) -> Column:
+    """``_dlq_sk``: xxhash64 of the source table and the row JSON (columns in name order), as a string."""
+    row_json = F.to_json(_sorted_struct(columns), _KEY_JSON_OPTIONS)
+    return F.xxhash64(F.lit(source_table), row_json).cast("string")
+
+
+def inbox_rows(
+    failed: DataFrame,
+    columns: Sequence[str],
+    failed_rules: Column,
+    source_table: str,
+    *,
+    keep: Sequence[str] = (),
+    sk: Column | None = None,
+) -> DataFrame:
+    """The inbox rows of the failing rows ``failed``: exactly the inbox columns, in table order.
+
+    ``columns`` are the input's columns (``failed`` may carry working columns besides);
+    ``failed_rules`` is an ``ARRAY<STRUCT<name, rule>>`` Column over ``failed``. ``_dlq_sk``
+    is ``xxhash64(source_table, to_json(struct of the columns in sorted name order))`` as a
+    string, so a reordered upstream schema gives the same keys. A ``_rescued_data`` column is
+    kept out of the payload and the key and goes to ``_dlq_rescued_data`` (else NULL).
+    ``_row_data`` is the row as a typed VARIANT. Working columns named in ``keep`` (such as
+    a flag for :func:`merge_into_inbox`'s ``requeue``) follow the inbox columns unchanged.
+
+    ``sk``, when given, is a Column over ``failed`` whose non-NULL values replace the
+    computed key: recycled rows keep the ``_dlq_sk`` that :func:`fixed_rows` gave them, so a
+    corrected row that still fails is requeued onto its own inbox row.
+    """
+    payload_columns = [c for c in columns if c != RESCUED_DATA]
+    row_type = StructType([failed.schema[c] for c in payload_columns])
+    payload = encode_payload(F.struct(*[col(c).alias(c) for c in payload_columns]), row_type)
+    rescued = col(RESCUED_DATA).cast("string") if RESCUED_DATA in columns else F.lit(None).cast("string")
+    key = surrogate_key(source_table, payload_columns)
+    if sk is not None:
+        key = F.coalesce(sk.cast("string"), key)
+    return failed.select(
+        key.alias("_dlq_sk"),
+        F.lit(source_table).alias("_dlq_source_table"),
+        F.lit(QUARANTINED).alias("_dlq_status"),
+        F.current_timestamp().alias("_dlq_timestamp"),
+        failed_rules.cast(FAILED_RULES_TYPE).alias("_dlq_failed_rules"),
+        rescued.alias("_dlq_rescued_data"),
+        payload.alias("_row_data"),
+        *[col(c) for c in keep],
+    )
+
+
+# ---------------------------------------------------------------------------- merges
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    condition = ""
+    get_condition = getattr(exc, "getCondition", None)
+    if callable(get_condition):
+        try:
+            condition = str(get_condition() or "")
+        except Exception:  # noqa: BLE001 - a condition is only a hint
+            condition = ""
+    text = f"{type(exc).__name__} {condition} {exc}"
+    return any(marker in text for marker in _CONFLICT_MARKERS)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def run_with_retries(
+    action: Callable[[], None],
+    *,
+    table: str,
+    what: str,
+    max_attempts: int = 5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Run ``action`` (one Delta commit), retrying Delta write conflicts up to ``max_attempts`` times.
+
+    A conflict still there after the last attempt raises :class:`DLQError` ``SQ-D004``; any
+    other failure raises :class:`TableWriteError` ``SQ-W001``. Both name ``table``.
+    """
+    if max_attempts < 1:
+        raise InvalidParameterError(f"max_attempts must be at least 1, not {max_attempts}")
+    for attempt in range(1, max_attempts + 1):
+        try:
+            action()
+            return
+        except Exception as exc:
+            if not _is_conflict(exc):
+                raise TableWriteError(f"{what} '{table}' failed: {_first_line(exc)}", table=table) from exc
+            if attempt == max_attempts:
+                raise DLQError(
+                    f"{what} '{table}' still conflicted with another writer after {max_attempts} attempt(s): "
+                    f"{_first_line(exc)}. Check that deletion vectors are on and that no other action or "
+                    "operator writes the same _dlq_source_table at the same time",
+                    code="SQ-D004",
+                ) from exc
+            # Jittered exponential backoff, so writers that collided do not collide again.
+            sleep(min(0.25 * 2 ** (attempt - 1), 5.0) * (1 + random.random()))  # noqa: S311
+
+
+def _dedupe(rows: DataFrame, prefer: Column | None = None) -> DataFrame:
+    if prefer is None:
+        return rows.dropDuplicates(["_dlq_sk"])
+    rank = f"{FLAG_PREFIX}rank"
+    window = Window.partitionBy("_dlq_sk").orderBy(prefer.desc())
+    return rows.withColumn(rank, F.row_number().over(window)).filter(F.col(rank) == 1).drop(rank)
+
+
+def merge_into_inbox(
+    spark: SparkSession,
+    dlq_table: str,
+    source_table: str,
+    rows: DataFrame,
+    *,
+    requeue: Column | None = None,
+    max_attempts: int = 5,
+) -> None:
+    """MERGE ``rows`` (from :func:`inbox_rows`) into the inbox, scoped to ``source_table``.
+
+    Rows are first deduplicated on ``_dlq_sk``; a key already in the inbox for this source
+    is not inserted again. Where ``requeue`` (a boolean Column over ``rows``, for example a
+    flag on recycled rows) is TRUE and the inbox row is ``fixed``, the row goes back to
+    ``quarantined`` with the new failed rules and timestamp: a recycled row that still
+    fails is queued again. Write conflicts are retried ``max_attempts`` times (``SQ-D004``).
+    """
+    from delta.tables import DeltaTable
+
+    flag = f"{FLAG_PREFIX}requeue"
+    inbox = [name for name, _ in INBOX_COLUMNS]
+    if requeue is None:
+        source = _dedupe(rows.select(*inbox))
+    else:
+        marked = rows.select(*inbox, F.coalesce(requeue.cast("boolean"), F.lit(False)).alias(flag))
+        source = _dedupe(marked, F.col(flag))
+    target = quote_table(dlq_table)
+    condition = (F.col("dlq._dlq_source_table") == F.lit(source_table)) & (F.col("dlq._dlq_sk") == F.col("new._dlq_sk"))
+    values: dict[str, str | Column] = {name: F.col(f"new.{name}") for name in inbox}
+    values["_dlq_source_table"] = F.lit(source_table)
+
+    def merge() -> None:
+        builder = DeltaTable.forName(spark, target).alias("dlq").merge(source.alias("new"), condition)
+        if requeue is not None:
+            builder = builder.whenMatchedUpdate(
+                condition=F.col(f"new.{flag}") & (F.col("dlq._dlq_status") == F.lit(FIXED)),
+                set={
+                    "_dlq_status": F.lit(QUARANTINED),
+                    "_dlq_failed_rules": F.col("new._dlq_failed_rules"),
+                    "_dlq_timestamp": F.col("new._dlq_timestamp"),
+                },
+            )
+        builder.whenNotMatchedInsert(values=values).execute()
+
+    run_with_retries(merge, table=dlq_table, what="MERGE into the DLQ inbox", max_attempts=max_attempts)
+
+
+def fixed_rows(spark: SparkSession, dlq_table: str, source_table: str, schema: StructType) -> DataFrame:
+    """Inbox rows of ``source_table`` marked ``fixed`` and not yet in the outbox, as rows of ``schema``.
+
+    Columns are rebuilt BY NAME from ``_row_data`` (a column of ``schema`` missing from the
+    payload is NULL; ``_rescued_data`` comes from ``_dlq_rescued_data``), followed by
+    ``_dlq_sk`` and ``_dlq_row_data`` (the payload, for :func:`merge_into_outbox`).
+    """
+    clash = [name for name in ("_dlq_sk", "_dlq_row_data") if name in schema.fieldNames()]
+    if clash:
+        raise SchemaConflictError(f"the source schema has column(s) {', '.join(clash)} that fixed_rows adds")
+    payload_fields = [f for f in schema.fields if f.name != RESCUED_DATA]
+    row_type = StructType(payload_fields)
+    inbox = spark.read.table(quote_table(dlq_table)).filter(
+        (F.col("_dlq_source_table") == F.lit(source_table)) & (F.col("_dlq_status") == F.lit(FIXED))
+    )
+    done = (
+        spark.read.table(quote_table(outbox_name(dlq_table)))
+        .filter(F.col("_dlq_source_table") == F.lit(source_table))
+        .select("_dlq_sk")
+    )
+    pending = inbox.join(done, on="_dlq_sk", how="left_anti")
+    row = f"{FLAG_PREFIX}row"
+    decoded = pending.select(
+        decode_payload(F.col("_row_data"), row_type).alias(row),
+        F.col("_dlq_rescued_data"),
+        F.col("_dlq_sk"),
+        F.col("_row_data").alias("_dlq_row_data"),
+    )
+    out: list[Column] = []
+    for field in schema.fields:
+        if field.name == RESCUED_DATA:
+            out.append(F.col("_dlq_rescued_data").cast(field.dataType).alias(field.name))
+        else:
+            out.append(F.col(row).getField(field.name).alias(field.name))
+    return decoded.select(*out, F.col("_dlq_sk"), F.col("_dlq_row_data"))
+
+
+def merge_into_outbox(
+    spark: SparkSession, dlq_table: str, source_table: str, rows: DataFrame, *, max_attempts: int = 5
+) -> None:
+    """Record recycled ``rows`` (with ``_dlq_sk`` and ``_dlq_row_data``) in the outbox, once each.
+
+    Insert-only MERGE scoped to ``source_table``: a key already in the outbox for this source
+    is left as it is, so running it again changes nothing. Conflicts are retried (``SQ-D004``).
+    """
+    from delta.tables import DeltaTable
+
+    source = rows.select("_dlq_sk", "_dlq_row_data").dropDuplicates(["_dlq_sk"])
+    target_name = outbox_name(dlq_table)
+    condition = (F.col("out._dlq_source_table") == F.lit(source_table)) & (F.col("out._dlq_sk") == F.col("new._dlq_sk"))
+    values: dict[str, str | Column] = {
+        "_dlq_sk": F.col("new._dlq_sk"),
+        "_dlq_source_table": F.lit(source_table),
+        "_row_data": F.col("new._dlq_row_data"),
+        "_dlq_recycled_at": F.current_timestamp(),
+    }
+
+    def merge() -> None:
+        target = DeltaTable.forName(spark, quote_table(target_name)).alias("out")
+        target.merge(source.alias("new"), condition).whenNotMatchedInsert(values=values).execute()
+
+    run_with_retries(merge, table=target_name, what="MERGE into the DLQ outbox", max_attempts=max_attempts)

@@ -1,0 +1,139 @@
+"""The decorator's DLQ mode: failing rows into the inbox, fixed rows recycled exactly once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_quarantine import ConfigError, create_dlq_tables, with_quarantine
+from spark_quarantine.dlq import mark_fixed
+from spark_quarantine.errors import DLQError
+
+RULES = [
+    {"name": "id_present", "expectation": "id IS NOT NULL", "action_if_failed": "drop"},
+    {"name": "amount_positive", "expectation": "amount > 0", "action_if_failed": "ignore"},
+]
+
+
+def source_rows(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([(1, 10.0), (2, -5.0), (None, 3.0), (4, None)], "id long, amount double")
+
+
+def pipeline(spark: SparkSession, table: str, df: DataFrame, name: str = "orders") -> Any:
+    @with_quarantine(
+        rules=RULES,
+        target_table=f"{table}_target",
+        quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{name}_{table}"},
+    )
+    def run() -> DataFrame:
+        return df
+
+    return run
+
+
+def inbox(spark: SparkSession, table: str) -> list[tuple[str, str]]:
+    rows = spark.read.table(f"{table}_dlq").collect()
+    return sorted((r["_dlq_status"], ",".join(sorted(f["name"] for f in r["_dlq_failed_rules"]))) for r in rows)
+
+
+class TestQuarantine:
+    def test_every_rule_drops_into_the_inbox_and_clean_rows_reach_the_target(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """ignore is coerced to drop with a warning; NULL fails; each row lands in exactly one place."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        run = pipeline(spark, table, source_rows(spark))
+        kept = run()
+        assert sorted(r["id"] for r in kept.collect()) == [1]
+        assert [r["id"] for r in spark.read.table(f"{table}_target").collect()] == [1]
+        assert inbox(spark, table) == [
+            ("quarantined", "amount_positive"),
+            ("quarantined", "amount_positive"),
+            ("quarantined", "id_present"),
+        ]
+        result = run.last_run
+        assert (result.input_rows, result.output_rows, result.dropped_rows) == (4, 1, 3)
+        assert [w.code for w in result.warnings] == ["SQ-R030"]
+
+    def test_the_same_bad_rows_twice_give_one_inbox_row_each(self, spark: SparkSession, table: str) -> None:
+        """The inbox MERGE is insert-only on source and key."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        run = pipeline(spark, table, source_rows(spark).unionAll(source_rows(spark)))
+        run()
+        run()
+        assert len(inbox(spark, table)) == 3
+
+    def test_tables_are_checked_before_any_data_is_read(self, spark: SparkSession, table: str) -> None:
+        """A missing DLQ is SQ-D001 naming the table and the fix, and the function is never called."""
+        called = []
+
+        @with_quarantine(
+            rules=RULES, target_table=f"{table}_t", quarantine={"dlq_table": f"{table}_none", "source_table": "s.x"}
+        )
+        def run() -> DataFrame:
+            called.append(1)
+            return source_rows(spark)
+
+        with pytest.raises(DLQError) as info:
+            run()
+        assert info.value.code == "SQ-D001" and f"{table}_none" in str(info.value)
+        assert called == []
+
+    def test_two_actions_on_one_dlq_and_source_are_refused(self, table: str) -> None:
+        """SQ-D002 before anything runs."""
+        quarantine = {"dlq_table": f"{table}_dlq", "source_table": "s.same"}
+
+        @with_quarantine(rules=RULES, target_table=f"{table}_a", quarantine=quarantine)
+        def first() -> DataFrame:
+            raise AssertionError("not called")
+
+        with pytest.raises(ConfigError) as info:
+
+            @with_quarantine(rules=RULES, target_table=f"{table}_b", quarantine=quarantine)
+            def second() -> DataFrame:
+                raise AssertionError("not called")
+
+        assert info.value.code == "SQ-D002"
+
+
+class TestRecycling:
+    def test_a_fixed_row_is_recycled_exactly_once_and_a_still_bad_one_returns(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """Fix one row properly and one badly: the first reaches the target once, the second is quarantined again."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        empty = spark.createDataFrame([], "id long, amount double")
+        source = f"src.orders_{table}"
+        run = pipeline(spark, table, source_rows(spark))
+        run()
+        keys = {r["_dlq_sk"]: r for r in spark.read.table(f"{table}_dlq").collect()}
+        negative = next(k for k, r in keys.items() if "-5" in r["_row_data"].toJson())
+        missing_id = next(k for k, r in keys.items() if "id_present" in str(r["_dlq_failed_rules"]))
+        report = mark_fixed(
+            spark,
+            f"{table}_dlq",
+            source,
+            {negative: {"id": 2, "amount": 5.0}, missing_id: {"id": None, "amount": 4.0}},
+        )
+        assert set(report.changed) == {negative, missing_id}
+
+        pipeline(spark, table, empty)()  # the same action again, no new rows: only the fixed ones flow
+        assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2]
+        statuses = {r["_dlq_sk"]: r["_dlq_status"] for r in spark.read.table(f"{table}_dlq").collect()}
+        assert statuses[missing_id] == "quarantined"  # still fails: back in the queue, on its own row
+        outbox = {r["_dlq_sk"] for r in spark.read.table(f"{table}_dlq_outbox").collect()}
+        assert outbox == {negative}
+
+        pipeline(spark, table, empty)()
+        assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2]  # not twice
+
+        # Fixed again, properly this time: the requeued row is recycled once more.
+        assert mark_fixed(spark, f"{table}_dlq", source, {missing_id: {"id": 3, "amount": 4.0}}).changed == (
+            missing_id,
+        )
+        pipeline(spark, table, empty)()
+        pipeline(spark, table, empty)()
+        assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2, 3]
+        assert len(spark.read.table(f"{table}_dlq").collect()) == 3  # no new inbox rows along the way

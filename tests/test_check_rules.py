@@ -124,3 +124,58 @@ class TestCustomChecks:
 
         assert sorted(r["id"] for r in pipeline().collect()) == [1, 3, 4]  # NULL name fails
         assert set(failures(spark, table)) == {2}
+
+
+MINIMAL: dict[str, dict[str, object]] = {
+    "is_in_list": {"allowed": ["1"]},
+    "is_not_in_list": {"forbidden": ["1"]},
+    "is_not_null_and_is_in_list": {"allowed": ["1"]},
+    "is_in_range": {"min_limit": 1, "max_limit": 5},
+    "is_not_in_range": {"min_limit": 1, "max_limit": 5},
+    "is_not_less_than": {"limit": 1},
+    "is_not_greater_than": {"limit": 1},
+    "is_equal_to": {"value": 1},
+    "is_not_equal_to": {"value": 1},
+    "has_num_decimal_places": {"max_decimal_places": 1},
+    "regex_match": {"regex": "a"},
+    "has_json_keys": {"keys": ["a"]},
+    "has_valid_string_case": {"case": "upper"},
+    "is_older_than_n_days": {"days": 1},
+    "is_data_fresh": {"max_age_minutes": 1},
+    "is_ipv4_address_in_cidr": {"cidr_block": "10.0.0.0/8"},
+}
+
+
+class TestEveryBuiltInInYamlAndPython:
+    def test_yaml_and_python_give_the_same_rule_and_both_run(
+        self, spark: SparkSession, tmp_path: Path, table: str
+    ) -> None:
+        """Each built-in written in a YAML file and as a Python dict loads to the same rule, and runs."""
+        import yaml
+
+        from spark_quarantine.checks import ROW_CHECKS
+
+        as_dicts = []
+        for name in ROW_CHECKS:
+            numeric = ("range", "less_than", "greater_than", "equal_to", "decimal_places")
+            column = "arr" if name.endswith("_array") else "n" if any(k in name for k in numeric) else "a"
+            arguments = (
+                {"expression": "length(a) > 0"} if name == "sql_expression" else {"column": column, **MINIMAL.get(name, {})}
+            )
+            as_dicts.append(
+                {"name": f"r_{name}", "check": {"function": name, "arguments": arguments}, "action_if_failed": "ignore"}
+            )
+        path = tmp_path / "all.yaml"
+        path.write_text(yaml.safe_dump({"rules": as_dicts}))
+        from_yaml, from_python = load_rules(path), load_rules(as_dicts)
+        assert from_yaml == from_python and len(from_yaml) == len(ROW_CHECKS)
+
+        @with_quarantine(rules=from_python, target_table=table)
+        def pipeline() -> DataFrame:
+            return spark.createDataFrame(
+                [("1", [1], 1.5), (None, None, None), ("x", [], -2.0)], "a string, arr array<int>, n double"
+            )
+
+        assert pipeline().count() == 3  # ignore keeps every row; every check evaluated without error
+        run = pipeline.last_run
+        assert run is not None and set(run.rule_failures) == {f"r_{n}" for n in ROW_CHECKS}

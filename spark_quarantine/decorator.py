@@ -110,13 +110,15 @@ def with_quarantine(
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> DataFrame:
             if dlq is not None and target_table:
-                session = spark or SparkSession.getActiveSession()
+                returned = func(*args, **kwargs)  # a lazy DataFrame: no data is read yet
+                session = spark or (returned.sparkSession if isinstance(returned, DataFrame) else None)
+                session = session or SparkSession.getActiveSession()
                 if session is None:
                     raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")
-                check_dlq_tables(session, dlq.dlq_table)  # before reading any data
+                check_dlq_tables(session, dlq.dlq_table)  # before any Spark job reads data
                 try:
                     outcome = run_dlq(
-                        func(*args, **kwargs),
+                        returned,
                         rule_set,
                         dlq=dlq,
                         settings=settings,

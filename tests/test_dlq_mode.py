@@ -66,20 +66,19 @@ class TestQuarantine:
         assert len(inbox(spark, table)) == 3
 
     def test_tables_are_checked_before_any_data_is_read(self, spark: SparkSession, table: str) -> None:
-        """A missing DLQ is SQ-D001 naming the table and the fix, and the function is never called."""
-        called = []
+        """A missing DLQ is SQ-D001 naming the table and the fix, before any Spark job runs."""
+        from tests.conftest import count_jobs
 
         @with_quarantine(
             rules=RULES, target_table=f"{table}_t", quarantine={"dlq_table": f"{table}_none", "source_table": "s.x"}
         )
         def run() -> DataFrame:
-            called.append(1)
             return source_rows(spark)
 
-        with pytest.raises(DLQError) as info:
+        with count_jobs(spark) as jobs, pytest.raises(DLQError) as info:
             run()
         assert info.value.code == "SQ-D001" and f"{table}_none" in str(info.value)
-        assert called == []
+        assert jobs.value == 0 and not spark.catalog.tableExists(f"{table}_t")
 
     def test_two_actions_on_one_dlq_and_source_are_refused(self, table: str) -> None:
         """SQ-D002 before anything runs."""
@@ -137,3 +136,19 @@ class TestRecycling:
         pipeline(spark, table, empty)()
         assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2, 3]
         assert len(spark.read.table(f"{table}_dlq").collect()) == 3  # no new inbox rows along the way
+
+
+class TestConcurrency:
+    def test_two_sources_share_one_dlq_from_two_threads(self, spark: SparkSession, table: str) -> None:
+        """Different source_table values MERGE into one DLQ at the same time, round after round."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        create_dlq_tables(spark, f"{table}_dlq")
+        runs = [pipeline(spark, f"{table}", source_rows(spark), name=name) for name in ("east", "west")]
+        rounds = 3
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for _ in range(rounds):
+                list(pool.map(lambda run: run(), runs))
+        rows = spark.read.table(f"{table}_dlq").groupBy("_dlq_source_table").count().collect()
+        assert sorted(r["count"] for r in rows) == [3, 3]  # each source's 3 bad rows once, whatever the rounds
+        assert all(run.last_run.status == "passed" for run in runs)

@@ -159,9 +159,9 @@ class TestEveryBuiltInInYamlAndPython:
         for name in ROW_CHECKS:
             numeric = ("range", "less_than", "greater_than", "equal_to", "decimal_places")
             column = "arr" if name.endswith("_array") else "n" if any(k in name for k in numeric) else "a"
-            arguments = (
-                {"expression": "length(a) > 0"} if name == "sql_expression" else {"column": column, **MINIMAL.get(name, {})}
-            )
+            arguments: dict[str, object] = {"column": column, **MINIMAL.get(name, {})}
+            if name == "sql_expression":
+                arguments = {"expression": "length(a) > 0"}
             as_dicts.append(
                 {"name": f"r_{name}", "check": {"function": name, "arguments": arguments}, "action_if_failed": "ignore"}
             )

@@ -111,7 +111,9 @@ def with_quarantine(
         def wrapper(*args: Any, **kwargs: Any) -> DataFrame:
             if dlq is not None and target_table:
                 returned = func(*args, **kwargs)  # a lazy DataFrame: no data is read yet
-                session = spark or (returned.sparkSession if isinstance(returned, DataFrame) else None)
+                session: SparkSession | None = spark or (
+                    returned.sparkSession if isinstance(returned, DataFrame) else None
+                )
                 session = session or SparkSession.getActiveSession()
                 if session is None:
                     raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")

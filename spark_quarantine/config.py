@@ -26,6 +26,8 @@ class Settings:
     error_table_enabled: bool = True
     input_cache: str = "auto"
     reference_dataframes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    checkpoint_location: str | None = None
+    trigger: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
 
@@ -34,6 +36,8 @@ _FIELD_OF = {
     uc.ERROR_TABLE_ENABLED: "error_table_enabled",
     uc.INPUT_CACHE: "input_cache",
     uc.REFERENCE_DATAFRAMES: "reference_dataframes",
+    uc.CHECKPOINT_LOCATION: "checkpoint_location",
+    uc.TRIGGER: "trigger",
 }
 
 

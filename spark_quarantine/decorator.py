@@ -10,7 +10,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings, parse_user_conf
-from spark_quarantine.dlq_mode import DLQTarget, coerced_warnings, parse_quarantine, register_action, run_dlq
+from spark_quarantine.dlq_mode import (
+    DLQTarget,
+    coerced_warnings,
+    parse_quarantine,
+    register_action,
+    run_dlq,
+    start_dlq_stream,
+)
 from spark_quarantine.errors import ConfigError
 from spark_quarantine.evaluate import Flagged
 from spark_quarantine.loading import RuleSource, load_rules
@@ -118,6 +125,23 @@ def with_quarantine(
                 if session is None:
                     raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")
                 check_dlq_tables(session, dlq.dlq_table)  # before any Spark job reads data
+                if isinstance(returned, DataFrame) and returned.isStreaming:
+
+                    def keep(result: RunResult) -> None:
+                        cast(QuarantinedFunction, wrapper).last_run = result
+
+                    return start_dlq_stream(  # type: ignore[no-any-return]
+                        returned,
+                        rule_set,
+                        dlq=dlq,
+                        settings=settings,
+                        spark=session,
+                        target_table=target_table,
+                        product_id=product_id,
+                        stats_table=stats_table,
+                        warnings=dlq_warnings,
+                        on_batch=keep,
+                    )
                 try:
                     outcome = run_dlq(
                         returned,

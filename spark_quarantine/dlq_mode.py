@@ -31,6 +31,7 @@ from spark_quarantine.rules import Action, Rule
 from spark_quarantine.runner import RunOutcome, run_checks
 from spark_quarantine.sinks.delta import append
 from spark_quarantine.sinks.dlq import (
+    decode_inbox_rows,
     fixed_rows,
     inbox_rows,
     merge_into_inbox,
@@ -131,18 +132,19 @@ def run_dlq(
     product_id: str | None,
     stats_table: str | None,
     warnings: Sequence[Problem],
+    recycled: DataFrame | None = None,
+    target_options: Mapping[str, str] | None = None,
+    observe_note: str = "",
 ) -> RunOutcome:
-    """One batch run in DLQ mode (see the module docstring)."""
-    if isinstance(df, DataFrame) and df.isStreaming:
-        raise ConfigError(
-            "the DLQ quarantine mode runs on batch DataFrames in this release; for streaming sources use "
-            "apply_checks_and_save_in_table with is_streaming=True and a quarantine_config",
-            code="SQ-C006",
-            key="quarantine",
-        )
+    """One batch run (or micro-batch) in DLQ mode (see the module docstring).
+
+    ``recycled`` are the fixed rows to recycle (default: read from the inbox now);
+    ``target_options`` go to the target append (Delta idempotent-write options in streaming).
+    """
     if not isinstance(df, DataFrame):
         return run_checks(df, rules, settings=settings)  # raises the usual SQ-S002
-    recycled = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema)
+    if recycled is None:
+        recycled = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema)
     combined = df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
         recycled.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
     )
@@ -162,13 +164,14 @@ def run_dlq(
         merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, rows, requeue=F.col(RECYCLED_SK).isNotNull())
 
     def write_target(frame: DataFrame) -> None:
-        append(frame, target_table, role="target table")
+        append(frame, target_table, role="target table", options=target_options)
 
     def record_recycled(frame: DataFrame) -> None:
         used = frame.filter(F.col(RECYCLED_SK).isNotNull()).select(F.col(RECYCLED_SK).alias("_dlq_sk")).distinct()
         # Recycled rows still 'fixed' after the inbox MERGE passed and reached the target;
         # the ones that failed again are 'quarantined' and wait for another fix.
         done = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema).join(used, "_dlq_sk", "left_semi")
+        # In a replayed micro-batch this finds nothing new: the outbox MERGE is idempotent.
         merge_into_outbox(spark, dlq.dlq_table, dlq.source_table, done.select("_dlq_sk", "_dlq_row_data"))
 
     outcome = run_checks(
@@ -190,3 +193,103 @@ def run_dlq(
         extra_warnings=warnings,
     )
     return outcome
+
+
+def start_dlq_stream(
+    df: DataFrame,
+    rules: Sequence[Rule],
+    *,
+    dlq: DLQTarget,
+    settings: Settings,
+    spark: SparkSession,
+    target_table: str,
+    product_id: str | None,
+    stats_table: str | None,
+    warnings: Sequence[Problem],
+    on_batch: Any,
+) -> Any:
+    """Start the streaming DLQ mode; return the main ``StreamingQuery``.
+
+    Two queries, each with its own checkpoint under ``spark.quarantine.checkpoint_location``:
+
+    * ``recycle``: the inbox change data feed, ``update_postimage`` events (and, on its first
+      start, rows already ``fixed``) of this source, not yet in the outbox, checked again and
+      routed like any row;
+    * ``main``: the source stream, one rule evaluation per micro-batch, MERGE into the inbox
+      and an append to the target with Delta idempotent writes (``txnAppId`` /
+      ``txnVersion``), so a replayed batch writes nothing twice.
+
+    With the default available-now trigger the recycle query runs to completion first.
+    """
+    import hashlib
+
+    checkpoint = settings.checkpoint_location
+    if not checkpoint:
+        raise ConfigError(
+            "a streaming DataFrame in DLQ mode needs user_conf['spark.quarantine.checkpoint_location'] "
+            "(a folder for this pipeline's checkpoints, never shared)",
+            code="SQ-C004",
+            key="spark.quarantine.checkpoint_location",
+        )
+    trigger = dict(settings.trigger) or {"availableNow": True}
+    schema = df.schema
+    app = hashlib.sha256(f"{checkpoint}|{dlq.dlq_table}|{dlq.source_table}|{target_table}".encode()).hexdigest()[:20]
+
+    def batch_runner(kind: str) -> Any:
+        def run(batch: DataFrame, batch_id: int) -> None:
+            options = {"txnAppId": f"spark_quarantine-{kind}-{app}", "txnVersion": str(batch_id)}
+            if kind == "main":
+                recycled = spark.createDataFrame([], schema).withColumn("_dlq_sk", F.lit(None).cast("string"))
+                source = batch
+            else:
+                done = (
+                    spark.read.table(dlq.outbox)
+                    .filter(F.col("_dlq_source_table") == F.lit(dlq.source_table))
+                    .select("_dlq_sk")
+                )
+                pending = batch.join(done, "_dlq_sk", "left_anti").dropDuplicates(["_dlq_sk"])
+                recycled = decode_inbox_rows(pending, schema)
+                source = spark.createDataFrame([], schema)
+            outcome = run_dlq(
+                source,
+                rules,
+                dlq=dlq,
+                settings=settings,
+                spark=spark,
+                target_table=target_table,
+                product_id=product_id,
+                stats_table=stats_table,
+                warnings=warnings,
+                recycled=recycled,
+                target_options=options,
+            )
+            on_batch(outcome.result)
+
+        return run
+
+    changes = (
+        spark.readStream.format("delta")
+        .option("readChangeFeed", "true")
+        .table(dlq.dlq_table)
+        .filter(
+            (F.col("_dlq_source_table") == F.lit(dlq.source_table))
+            & (F.col("_dlq_status") == F.lit("fixed"))
+            & F.col("_change_type").isin("update_postimage", "insert")
+        )
+        .select("_dlq_sk", "_dlq_rescued_data", "_row_data")
+    )
+    recycle = (
+        changes.writeStream.foreachBatch(batch_runner("recycle"))
+        .option("checkpointLocation", f"{checkpoint.rstrip('/')}/recycle")
+        .trigger(**trigger)
+        .start()
+    )
+    if "availableNow" in trigger or "once" in trigger:
+        recycle.awaitTermination()
+    main = (
+        df.writeStream.foreachBatch(batch_runner("main"))
+        .option("checkpointLocation", f"{checkpoint.rstrip('/')}/main")
+        .trigger(**trigger)
+        .start()
+    )
+    return main

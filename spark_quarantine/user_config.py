@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CHECKPOINT_LOCATION",
     "EMAIL_ENABLED",
     "EMAIL_FROM",
     "EMAIL_SMTP_HOST",
@@ -57,6 +58,7 @@ __all__ = [
     "SLACK_WEBHOOK_URL",
     "TEAMS_ENABLED",
     "TEAMS_WEBHOOK_URL",
+    "TRIGGER",
     "WEBHOOK_ENABLED",
     "WEBHOOK_SECRET",
     "WEBHOOK_URL",
@@ -86,6 +88,10 @@ RULES_PARAMS = "spark.quarantine.rules.params"
 ERROR_TABLE_ENABLED = "spark.quarantine.error_table.enabled"
 #: How the input is kept for the two writes: ``auto`` (default), ``cache`` or ``reread``.
 INPUT_CACHE = "spark.quarantine.input.cache"
+#: Folder for the checkpoints of the streaming DLQ mode (str; required for streaming DataFrames in DLQ mode).
+CHECKPOINT_LOCATION = "spark.quarantine.checkpoint_location"
+#: Trigger of the streaming DLQ mode, e.g. ``{"processingTime": "10 seconds"}`` (default available-now).
+TRIGGER = "spark.quarantine.trigger"
 #: DataFrames that ``foreign_key`` checks name with ``ref_df_name`` (a dict of name to DataFrame).
 REFERENCE_DATAFRAMES = "spark.quarantine.reference_dataframes"
 
@@ -176,6 +182,18 @@ KEYS: dict[str, KeySpec] = {
             "How the input is computed once for several writes: `auto` caches only inputs "
             "that are expensive or not deterministic, `cache` always caches, `reread` never does.",
             choices=("auto", "cache", "reread"),
+        ),
+        KeySpec(
+            CHECKPOINT_LOCATION,
+            "str",
+            None,
+            "Checkpoint folder of the streaming DLQ mode (one per pipeline, never shared).",
+        ),
+        KeySpec(
+            TRIGGER,
+            "dict",
+            {},
+            'Trigger of the streaming DLQ mode, such as `{"processingTime": "10 seconds"}`; default available-now.',
         ),
         KeySpec(
             REFERENCE_DATAFRAMES,

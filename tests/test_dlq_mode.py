@@ -152,3 +152,72 @@ class TestConcurrency:
         rows = spark.read.table(f"{table}_dlq").groupBy("_dlq_source_table").count().collect()
         assert sorted(r["count"] for r in rows) == [3, 3]  # each source's 3 bad rows once, whatever the rounds
         assert all(run.last_run.status == "passed" for run in runs)
+
+
+class TestStreaming:
+    def test_a_stream_quarantines_per_batch_recycles_through_the_change_feed_and_replays_safely(
+        self, spark: SparkSession, table: str, tmp_path: Any
+    ) -> None:
+        """Available-now runs: bad rows to the inbox, a fixed row recycled once, a replayed batch writes nothing."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        src = f"{table}_src"
+        source_rows(spark).write.format("delta").saveAsTable(src)
+        checkpoint = tmp_path / "cp"
+        conf = {"spark.quarantine.checkpoint_location": str(checkpoint)}
+        source_name = f"src.stream_{table}"
+
+        def run() -> Any:
+            @with_quarantine(
+                rules=RULES,
+                target_table=f"{table}_target",
+                quarantine={"dlq_table": f"{table}_dlq", "source_table": source_name},
+                user_conf=conf,
+            )
+            def stream() -> DataFrame:
+                return spark.readStream.table(src)
+
+            query = stream()
+            query.awaitTermination()
+            return stream
+
+        first = run()
+        assert first.last_run is not None and first.last_run.input_rows == 4
+        assert [r["id"] for r in spark.read.table(f"{table}_target").collect()] == [1]
+        assert len(inbox(spark, table)) == 3
+
+        negative = next(
+            r["_dlq_sk"] for r in spark.read.table(f"{table}_dlq").collect() if "-5" in r["_row_data"].toJson()
+        )
+        mark_fixed(spark, f"{table}_dlq", source_name, {negative: {"id": 2, "amount": 5.0}})
+        spark.createDataFrame([(9, 9.0)], "id long, amount double").write.format("delta").mode("append").saveAsTable(
+            src
+        )
+        run()
+        assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2, 9]
+        assert {r["_dlq_sk"] for r in spark.read.table(f"{table}_dlq_outbox").collect()} == {negative}
+
+        # Forget the main query's last commit: the batch is replayed with the same id and skipped by Delta.
+        commits = checkpoint / "main" / "commits"
+        last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+        for name in (str(last), f".{last}.crc"):
+            (commits / name).unlink(missing_ok=True)
+        run()
+        assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2, 9]
+        assert len(inbox(spark, table)) == 3
+
+    def test_a_stream_needs_a_checkpoint_location(self, spark: SparkSession, table: str) -> None:
+        """SQ-C004 names the key."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        source_rows(spark).write.format("delta").saveAsTable(f"{table}_src")
+
+        @with_quarantine(
+            rules=RULES,
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.nocp_{table}"},
+        )
+        def stream() -> DataFrame:
+            return spark.readStream.table(f"{table}_src")
+
+        with pytest.raises(ConfigError) as info:
+            stream()
+        assert info.value.code == "SQ-C004" and "checkpoint_location" in str(info.value)

@@ -44,6 +44,7 @@ __all__ = [
     "RESCUED_DATA",
     "check_dlq_tables",
     "create_dlq_tables",
+    "decode_inbox_rows",
     "decode_payload",
     "encode_payload",
     "fixed_rows",
@@ -490,8 +491,6 @@ def fixed_rows(spark: SparkSession, dlq_table: str, source_table: str, schema: S
     clash = [name for name in ("_dlq_sk", "_dlq_row_data") if name in schema.fieldNames()]
     if clash:
         raise SchemaConflictError(f"the source schema has column(s) {', '.join(clash)} that fixed_rows adds")
-    payload_fields = [f for f in schema.fields if f.name != RESCUED_DATA]
-    row_type = StructType(payload_fields)
     inbox = spark.read.table(quote_table(dlq_table)).filter(
         (F.col("_dlq_source_table") == F.lit(source_table)) & (F.col("_dlq_status") == F.lit(FIXED))
     )
@@ -501,6 +500,15 @@ def fixed_rows(spark: SparkSession, dlq_table: str, source_table: str, schema: S
         .select("_dlq_sk")
     )
     pending = inbox.join(done, on="_dlq_sk", how="left_anti")
+    return decode_inbox_rows(pending, schema)
+
+
+def decode_inbox_rows(pending: DataFrame, schema: StructType) -> DataFrame:
+    """Inbox rows (with ``_row_data``, ``_dlq_rescued_data``, ``_dlq_sk``) rebuilt BY NAME as rows of ``schema``.
+
+    The result has the ``schema`` columns, then ``_dlq_sk`` and ``_dlq_row_data``.
+    """
+    row_type = StructType([f for f in schema.fields if f.name != RESCUED_DATA])
     row = f"{FLAG_PREFIX}row"
     decoded = pending.select(
         decode_payload(F.col("_row_data"), row_type).alias(row),

@@ -16,6 +16,7 @@ run (batch):
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_quarantine._faults import boundary
 from spark_quarantine.config import Settings
 from spark_quarantine.errors import ConfigError, Problem
 from spark_quarantine.evaluate import FLAG_PREFIX, Flagged, failed_rule_structs
@@ -31,6 +33,7 @@ from spark_quarantine.rules import Action, Rule
 from spark_quarantine.runner import RunOutcome, run_checks
 from spark_quarantine.sinks.delta import append
 from spark_quarantine.sinks.dlq import (
+    completed_runs,
     decode_inbox_rows,
     fixed_rows,
     inbox_rows,
@@ -143,7 +146,15 @@ def run_dlq(
     """
     if not isinstance(df, DataFrame):
         return run_checks(df, rules, settings=settings)  # raises the usual SQ-S002
+    ledger: tuple[str, int] | None = None
     if recycled is None:
+        # Batch: the target append is an idempotent Delta write numbered by this action's
+        # completed runs (a ledger row in the outbox, written in the outbox MERGE). A run that
+        # died after its append is rerun with the same number, so Delta skips the append.
+        action = _action_id(dlq, target_table)
+        done = completed_runs(spark, dlq.dlq_table, dlq.source_table, action)
+        ledger = (action, done + 1)
+        target_options = {"txnAppId": action, "txnVersion": str(done + 1)}
         recycled = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema)
     combined = df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
         recycled.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
@@ -161,10 +172,13 @@ def run_dlq(
         )
 
     def write_inbox(rows: DataFrame) -> None:
+        boundary("before_inbox")
         merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, rows, requeue=F.col(RECYCLED_SK).isNotNull())
+        boundary("after_inbox")
 
     def write_target(frame: DataFrame) -> None:
         append(frame, target_table, role="target table", options=target_options)
+        boundary("after_target")
 
     def record_recycled(frame: DataFrame) -> None:
         used = frame.filter(F.col(RECYCLED_SK).isNotNull()).select(F.col(RECYCLED_SK).alias("_dlq_sk")).distinct()
@@ -172,7 +186,10 @@ def run_dlq(
         # the ones that failed again are 'quarantined' and wait for another fix.
         done = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema).join(used, "_dlq_sk", "left_semi")
         # In a replayed micro-batch this finds nothing new: the outbox MERGE is idempotent.
-        merge_into_outbox(spark, dlq.dlq_table, dlq.source_table, done.select("_dlq_sk", "_dlq_row_data"))
+        merge_into_outbox(
+            spark, dlq.dlq_table, dlq.source_table, done.select("_dlq_sk", "_dlq_row_data"), ledger=ledger
+        )
+        boundary("after_outbox")
 
     outcome = run_checks(
         combined,
@@ -193,6 +210,12 @@ def run_dlq(
         extra_warnings=warnings,
     )
     return outcome
+
+
+def _action_id(dlq: DLQTarget, target_table: str) -> str:
+    """Stable id of a quarantine action: its Delta txnAppId and the key of its ledger row."""
+    digest = hashlib.sha256(f"{dlq.dlq_table}|{dlq.source_table}|{target_table}".lower().encode()).hexdigest()
+    return f"spark_quarantine-run-{digest[:24]}"
 
 
 def start_dlq_stream(
@@ -221,8 +244,6 @@ def start_dlq_stream(
 
     With the default available-now trigger the recycle query runs to completion first.
     """
-    import hashlib
-
     checkpoint = settings.checkpoint_location
     if not checkpoint:
         raise ConfigError(

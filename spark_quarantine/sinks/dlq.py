@@ -43,6 +43,7 @@ __all__ = [
     "QUARANTINED",
     "RESCUED_DATA",
     "check_dlq_tables",
+    "completed_runs",
     "create_dlq_tables",
     "decode_inbox_rows",
     "decode_payload",
@@ -526,16 +527,32 @@ def decode_inbox_rows(pending: DataFrame, schema: StructType) -> DataFrame:
 
 
 def merge_into_outbox(
-    spark: SparkSession, dlq_table: str, source_table: str, rows: DataFrame, *, max_attempts: int = 5
+    spark: SparkSession,
+    dlq_table: str,
+    source_table: str,
+    rows: DataFrame,
+    *,
+    max_attempts: int = 5,
+    ledger: tuple[str, int] | None = None,
 ) -> None:
     """Record recycled ``rows`` (with ``_dlq_sk`` and ``_dlq_row_data``) in the outbox, once each.
 
     Insert-only MERGE scoped to ``source_table``: a key already in the outbox for this source
     is left as it is, so running it again changes nothing. Conflicts are retried (``SQ-D004``).
+
+    ``ledger=(key, n)`` also writes, in the same commit, the row ``key`` whose payload
+    ``{"run": n}`` records the last completed run of a quarantine action (see
+    :func:`completed_runs`); it is the only row this MERGE ever updates.
     """
     from delta.tables import DeltaTable
 
     source = rows.select("_dlq_sk", "_dlq_row_data").dropDuplicates(["_dlq_sk"])
+    if ledger is not None:
+        marker = spark.range(1).select(
+            F.lit(ledger[0]).alias("_dlq_sk"),
+            F.to_variant_object(F.struct(F.lit(ledger[1]).cast("long").alias("run"))).alias("_dlq_row_data"),
+        )
+        source = source.unionByName(marker)
     target_name = outbox_name(dlq_table)
     condition = (F.col("out._dlq_source_table") == F.lit(source_table)) & (F.col("out._dlq_sk") == F.col("new._dlq_sk"))
     values: dict[str, str | Column] = {
@@ -547,6 +564,23 @@ def merge_into_outbox(
 
     def merge() -> None:
         target = DeltaTable.forName(spark, quote_table(target_name)).alias("out")
-        target.merge(source.alias("new"), condition).whenNotMatchedInsert(values=values).execute()
+        builder = target.merge(source.alias("new"), condition)
+        if ledger is not None:
+            builder = builder.whenMatchedUpdate(
+                condition=F.col("new._dlq_sk") == F.lit(ledger[0]),
+                set={"_row_data": F.col("new._dlq_row_data"), "_dlq_recycled_at": F.current_timestamp()},
+            )
+        builder.whenNotMatchedInsert(values=values).execute()
 
     run_with_retries(merge, table=target_name, what="MERGE into the DLQ outbox", max_attempts=max_attempts)
+
+
+def completed_runs(spark: SparkSession, dlq_table: str, source_table: str, ledger_key: str) -> int:
+    """The number recorded by the last completed run's ``ledger`` row (0 before the first)."""
+    rows = (
+        spark.read.table(quote_table(outbox_name(dlq_table)))
+        .filter((F.col("_dlq_source_table") == F.lit(source_table)) & (F.col("_dlq_sk") == F.lit(ledger_key)))
+        .select(F.variant_get(F.col("_row_data"), "$.run", "long").alias("run"))
+        .collect()
+    )
+    return int(rows[0]["run"] or 0) if rows else 0

@@ -8,6 +8,7 @@ touched.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -242,9 +243,26 @@ def run_checks(
         raise
     finally:
         if cached:
-            frame.unpersist()
+            _release(frame)
     alerter.finished(passed, samples)
     return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
+
+
+def _release(frame: DataFrame) -> None:
+    """Unpersist ``frame``, and again if a concurrent Delta commit re-cached it meanwhile.
+
+    A write to a table the cached plan reads makes Spark re-cache that plan; when it races our
+    unpersist (another thread committing to a shared DLQ, say), the entry can come back.
+    """
+    manager: Any = frame.sparkSession._jsparkSession.sharedState().cacheManager()
+    for attempt in range(5):
+        frame.unpersist()
+        if manager.lookupCachedData(frame._jdf).isEmpty():
+            if attempt:
+                return
+            time.sleep(0.02)  # let a re-cache that is in flight land, then look once more
+            if manager.lookupCachedData(frame._jdf).isEmpty():
+                return
 
 
 def _sample_source(reader: Callable[[], DataFrame], run_id: str) -> SampleSource:

@@ -226,3 +226,33 @@ class TestStreaming:
         with pytest.raises(ConfigError) as info:
             stream()
         assert info.value.code == "SQ-C004" and "checkpoint_location" in str(info.value)
+
+
+class TestTokens:
+    def test_dlq_and_source_names_resolve_params_and_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """${name} from rules params and ${env:VAR} are resolved when the action is declared."""
+        monkeypatch.setenv("SQ_TEST_DLQ_SCHEMA", "ops")
+        conf = {"spark.quarantine.rules.params": {"layer": "bronze"}}
+        tokens = {"dlq_table": "${env:SQ_TEST_DLQ_SCHEMA}.tok_dlq", "source_table": "${layer}.tok_orders"}
+
+        @with_quarantine(rules=RULES, target_table="tok_t1", quarantine=tokens, user_conf=conf)
+        def first() -> DataFrame:
+            raise AssertionError("not called")
+
+        with pytest.raises(ConfigError) as info:
+
+            @with_quarantine(
+                rules=RULES,
+                target_table="tok_t2",
+                quarantine={"dlq_table": "ops.tok_dlq", "source_table": "bronze.tok_orders"},
+            )
+            def second() -> DataFrame:
+                raise AssertionError("not called")
+
+        assert info.value.code == "SQ-D002" and "ops.tok_dlq" in str(info.value)
+
+    def test_an_unknown_token_is_a_coded_error(self) -> None:
+        """SQ-C005 names the key."""
+        with pytest.raises(ConfigError) as info:
+            with_quarantine(rules=RULES, target_table="t", quarantine={"dlq_table": "${nope}", "source_table": "s"})
+        assert info.value.code == "SQ-C005" and "dlq_table" in str(info.value)

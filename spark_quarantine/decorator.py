@@ -22,7 +22,7 @@ from spark_quarantine.errors import ConfigError
 from spark_quarantine.evaluate import Flagged
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
-from spark_quarantine.runner import Writer, run_checks
+from spark_quarantine.runner import RunOutcome, Writer, run_checks
 from spark_quarantine.sinks.delta import append, check_appendable
 from spark_quarantine.sinks.dlq import check_dlq_tables
 from spark_quarantine.sinks.error_table import error_table_schema
@@ -114,54 +114,30 @@ def with_quarantine(
         if dlq is not None:
             register_action(dlq, f"{func.__module__}.{func.__qualname__}")
 
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> DataFrame:
-            if dlq is not None and target_table:
-                returned = func(*args, **kwargs)  # a lazy DataFrame: no data is read yet
-                session: SparkSession | None = spark or (
-                    returned.sparkSession if isinstance(returned, DataFrame) else None
-                )
-                session = session or SparkSession.getActiveSession()
-                if session is None:
-                    raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")
-                check_dlq_tables(session, dlq.dlq_table)  # before any Spark job reads data
-                if isinstance(returned, DataFrame) and returned.isStreaming:
+        def keep(result: RunResult) -> None:
+            cast(QuarantinedFunction, wrapper).last_run = result
 
-                    def keep(result: RunResult) -> None:
-                        cast(QuarantinedFunction, wrapper).last_run = result
+        def dlq_call(returned: Any) -> Any:
+            assert dlq is not None and target_table is not None
+            session: SparkSession | None = spark or (returned.sparkSession if isinstance(returned, DataFrame) else None)
+            session = session or SparkSession.getActiveSession()
+            if session is None:
+                raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")
+            check_dlq_tables(session, dlq.dlq_table)  # before any Spark job reads data
+            common: dict[str, Any] = {
+                "dlq": dlq,
+                "settings": settings,
+                "spark": session,
+                "target_table": target_table,
+                "product_id": product_id,
+                "stats_table": stats_table,
+                "warnings": dlq_warnings,
+            }
+            if isinstance(returned, DataFrame) and returned.isStreaming:
+                return start_dlq_stream(returned, rule_set, on_batch=keep, **common)
+            return run_dlq(returned, rule_set, **common)
 
-                    return start_dlq_stream(  # type: ignore[no-any-return]
-                        returned,
-                        rule_set,
-                        dlq=dlq,
-                        settings=settings,
-                        spark=session,
-                        target_table=target_table,
-                        product_id=product_id,
-                        stats_table=stats_table,
-                        warnings=dlq_warnings,
-                        on_batch=keep,
-                    )
-                try:
-                    outcome = run_dlq(
-                        returned,
-                        rule_set,
-                        dlq=dlq,
-                        settings=settings,
-                        spark=session,
-                        target_table=target_table,
-                        product_id=product_id,
-                        stats_table=stats_table,
-                        warnings=dlq_warnings,
-                    )
-                except Exception as exc:
-                    failed_run = getattr(exc, "result", None)
-                    if isinstance(failed_run, RunResult):
-                        cast(QuarantinedFunction, wrapper).last_run = failed_run
-                    raise
-                cast(QuarantinedFunction, wrapper).last_run = outcome.result
-                return outcome.kept
-            df = func(*args, **kwargs)
+        def table_call(df: Any) -> RunOutcome:
             write_target: Writer | None = None
             write_errors: Writer | None = None
             if write_to_table and target_table:
@@ -182,27 +158,34 @@ def with_quarantine(
                 if write_to_table and target_table:
                     check_appendable(session, target_table, df.schema, role="target table")
 
+            return run_checks(
+                df,
+                rule_set,
+                settings=settings,
+                spark=spark,
+                product_id=product_id,
+                target_table=target_table,
+                error_table=errors_to,
+                stats_table=stats_table,
+                write_target=write_target,
+                write_errors=write_errors,
+                precheck=precheck,
+                failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
+            )
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            returned = func(*args, **kwargs)  # a lazy DataFrame: no data is read yet
             try:
-                outcome = run_checks(
-                    df,
-                    rule_set,
-                    settings=settings,
-                    spark=spark,
-                    product_id=product_id,
-                    target_table=target_table,
-                    error_table=errors_to,
-                    stats_table=stats_table,
-                    write_target=write_target,
-                    write_errors=write_errors,
-                    precheck=precheck,
-                    failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
-                )
+                outcome = dlq_call(returned) if dlq is not None and target_table else table_call(returned)
             except Exception as exc:
-                failed = getattr(exc, "result", None)
-                if isinstance(failed, RunResult):
-                    cast(QuarantinedFunction, wrapper).last_run = failed
+                failed_run = getattr(exc, "result", None)
+                if isinstance(failed_run, RunResult):
+                    keep(failed_run)
                 raise
-            cast(QuarantinedFunction, wrapper).last_run = outcome.result
+            if not isinstance(outcome, RunOutcome):
+                return outcome  # the StreamingQuery of the streaming DLQ mode
+            keep(outcome.result)
             return outcome.kept
 
         quarantined = cast(QuarantinedFunction, wrapper)

@@ -950,16 +950,7 @@ def is_equal_to(
     ``abs(column - value) <= rel_tolerance * greatest(abs(column), abs(value))``. Either one
     suffices. With a tolerance, a value that is not a number fails.
     """
-    col = _column(column)
-    lit = _literal(value, "value", _VALUE, _VALUE_TYPES)
-    abs_tol, rel_tol = _tolerances(value, abs_tolerance, rel_tolerance)
-    condition = (
-        f"coalesce({_within(col, value, abs_tol, rel_tol)}, FALSE)" if abs_tol or rel_tol else f"{col.sql} = {lit}"
-    )
-    return CheckSql(
-        _null_passes(col, condition),
-        _said(col, f"is not equal to {_show(value)}{_tolerance_text(abs_tol, rel_tol)}"),
-    )
+    return _equality(column, value, abs_tolerance, rel_tolerance, equal=True)
 
 
 @_builtin(nulls="passes")
@@ -970,15 +961,25 @@ def is_not_equal_to(
 
     The tolerances work as in :func:`is_equal_to`: a value within either one counts as equal.
     """
+    return _equality(column, value, abs_tolerance, rel_tolerance, equal=False)
+
+
+def _equality(
+    column: str, value: Any, abs_tolerance: float | None, rel_tolerance: float | None, *, equal: bool
+) -> CheckSql:
+    """is_equal_to (``equal``) or is_not_equal_to: exact, or within the tolerances for numbers."""
     col = _column(column)
     lit = _literal(value, "value", _VALUE, _VALUE_TYPES)
     abs_tol, rel_tol = _tolerances(value, abs_tolerance, rel_tolerance)
-    condition = (
-        f"NOT coalesce({_within(col, value, abs_tol, rel_tol)}, FALSE)" if abs_tol or rel_tol else f"{col.sql} <> {lit}"
-    )
+    if abs_tol or rel_tol:
+        within = f"coalesce({_within(col, value, abs_tol, rel_tol)}, FALSE)"
+        condition = within if equal else f"NOT {within}"
+    else:
+        condition = f"{col.sql} {'=' if equal else '<>'} {lit}"
+    failure = "is not equal to" if equal else "is equal to"
     return CheckSql(
         _null_passes(col, condition),
-        _said(col, f"is equal to {_show(value)}{_tolerance_text(abs_tol, rel_tol)}"),
+        _said(col, f"{failure} {_show(value)}{_tolerance_text(abs_tol, rel_tol)}"),
     )
 
 

@@ -137,7 +137,6 @@ def run_dlq(
     warnings: Sequence[Problem],
     recycled: DataFrame | None = None,
     target_options: Mapping[str, str] | None = None,
-    observe_note: str = "",
 ) -> RunOutcome:
     """One batch run (or micro-batch) in DLQ mode (see the module docstring).
 

@@ -257,10 +257,6 @@ class Flagged:
     #: Whole-dataset aggregate rules: (rule, metric column of the aggregate), judged after the pass.
     dataset_metrics: tuple[tuple[Rule, Column], ...] = ()
 
-    @property
-    def helper_columns(self) -> tuple[str, ...]:
-        return (*self.flags, DROP_FLAG, ANY_FLAG)
-
     def kept(self, frame: DataFrame | None = None) -> DataFrame:
         """Rows that failed no ``drop`` rule, with only the input's columns."""
         source = self.df if frame is None else frame

@@ -18,6 +18,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -193,8 +194,13 @@ def create_dlq_tables(spark: SparkSession, dlq_table: str) -> None:
 
         create_dlq_tables(spark, "main.ops.orders_dlq")  # also main.ops.orders_dlq_outbox
     """
-    spark.sql(inbox_ddl(dlq_table))
-    spark.sql(outbox_ddl(dlq_table))
+    for table, ddl in ((dlq_table, inbox_ddl(dlq_table)), (outbox_name(dlq_table), outbox_ddl(dlq_table))):
+        try:
+            spark.sql(ddl)
+        except AnalysisException as exc:  # a name the catalog refuses, a missing database, ...
+            raise TableWriteError(
+                f"creating the DLQ table {quote_table(table)} failed: {_first_line(exc)}", table=table
+            ) from exc
 
 
 def _required_types(columns: Sequence[tuple[str, str]]) -> dict[str, DataType]:
@@ -466,9 +472,9 @@ def merge_into_inbox(
     values: dict[str, str | Column] = {name: F.col(f"new.{name}") for name in inbox}
     values["_dlq_source_table"] = F.lit(source_table)
 
-    def merge() -> None:
+    def merge(requeueing: bool) -> None:
         builder = DeltaTable.forName(spark, target).alias("dlq").merge(source.alias("new"), condition)
-        if requeue is not None:
+        if requeueing:
             builder = builder.whenMatchedUpdate(
                 condition=F.col(f"new.{flag}") & (F.col("dlq._dlq_status") == F.lit(FIXED)),
                 set={
@@ -479,7 +485,12 @@ def merge_into_inbox(
             )
         builder.whenNotMatchedInsert(values=values).execute()
 
-    run_with_retries(merge, table=dlq_table, what="MERGE into the DLQ inbox", max_attempts=max_attempts)
+    # Insert-only unless a recycled row failed again: Delta then reads only this source's
+    # files (clustered on _dlq_source_table), rewrites none and needs no deletion vectors.
+    requeueing = requeue is not None and not source.filter(F.col(flag)).isEmpty()
+    run_with_retries(
+        lambda: merge(requeueing), table=dlq_table, what="MERGE into the DLQ inbox", max_attempts=max_attempts
+    )
 
 
 def fixed_rows(spark: SparkSession, dlq_table: str, source_table: str, schema: StructType) -> DataFrame:
@@ -540,16 +551,16 @@ def merge_into_outbox(
     Insert-only MERGE scoped to ``source_table``: a key already in the outbox for this source
     is left as it is, so running it again changes nothing. Conflicts are retried (``SQ-D004``).
 
-    ``ledger=(key, n)`` also writes, in the same commit, the row ``key`` whose payload
-    ``{"run": n}`` records the last completed run of a quarantine action (see
-    :func:`completed_runs`); it is the only row this MERGE ever updates.
+    ``ledger=(key, n)`` also inserts, in the same commit, the row ``key#n`` whose payload
+    ``{"run": n}`` records that run ``n`` of a quarantine action completed (see
+    :func:`completed_runs`). The MERGE never updates a row, so Delta runs it insert-only.
     """
     from delta.tables import DeltaTable
 
     source = rows.select("_dlq_sk", "_dlq_row_data").dropDuplicates(["_dlq_sk"])
     if ledger is not None:
         marker = spark.range(1).select(
-            F.lit(ledger[0]).alias("_dlq_sk"),
+            F.lit(ledger_row_key(*ledger)).alias("_dlq_sk"),
             F.to_variant_object(F.struct(F.lit(ledger[1]).cast("long").alias("run"))).alias("_dlq_row_data"),
         )
         source = source.unionByName(marker)
@@ -564,23 +575,22 @@ def merge_into_outbox(
 
     def merge() -> None:
         target = DeltaTable.forName(spark, quote_table(target_name)).alias("out")
-        builder = target.merge(source.alias("new"), condition)
-        if ledger is not None:
-            builder = builder.whenMatchedUpdate(
-                condition=F.col("new._dlq_sk") == F.lit(ledger[0]),
-                set={"_row_data": F.col("new._dlq_row_data"), "_dlq_recycled_at": F.current_timestamp()},
-            )
-        builder.whenNotMatchedInsert(values=values).execute()
+        target.merge(source.alias("new"), condition).whenNotMatchedInsert(values=values).execute()
 
     run_with_retries(merge, table=target_name, what="MERGE into the DLQ outbox", max_attempts=max_attempts)
 
 
+def ledger_row_key(ledger_key: str, run: int) -> str:
+    """The outbox key of the ledger row recording that run ``run`` of ``ledger_key`` completed."""
+    return f"{ledger_key}#{run}"
+
+
 def completed_runs(spark: SparkSession, dlq_table: str, source_table: str, ledger_key: str) -> int:
-    """The number recorded by the last completed run's ``ledger`` row (0 before the first)."""
+    """The highest run number in ``ledger_key``'s ledger rows (0 before the first completed run)."""
     rows = (
         spark.read.table(quote_table(outbox_name(dlq_table)))
-        .filter((F.col("_dlq_source_table") == F.lit(source_table)) & (F.col("_dlq_sk") == F.lit(ledger_key)))
-        .select(F.variant_get(F.col("_row_data"), "$.run", "long").alias("run"))
+        .filter((F.col("_dlq_source_table") == F.lit(source_table)) & F.col("_dlq_sk").startswith(f"{ledger_key}#"))
+        .agg(F.max(F.variant_get(F.col("_row_data"), "$.run", "long")).alias("run"))
         .collect()
     )
     return int(rows[0]["run"] or 0) if rows else 0

@@ -1,0 +1,340 @@
+"""The benchmark scenarios: each returns one JSON-able record per measured point.
+
+Hand-written baselines are what a careful engineer would write without the library: one
+projection of boolean flags, then two filtered Delta writes (the error rows, then the kept
+rows), with or without persisting the flagged input. The library side is a decorated
+function writing the same two tables (plus its one-row stats table).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from benchmarks.generate import customers, orders, rules
+from benchmarks.harness import Side, SideFigures, compare
+from spark_quarantine import create_dlq_tables, with_quarantine
+from spark_quarantine.sinks.dlq import inbox_rows, merge_into_inbox
+
+__all__ = ["SCENARIOS"]
+
+TARGET, ERRORS, STATS = "bench_target", "bench_errors", "bench_stats"
+Record = dict[str, Any]
+
+
+def _drop(spark: SparkSession, *tables: str) -> Callable[[], None]:
+    def reset() -> None:
+        for table in tables:
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+    return reset
+
+
+def _counts(spark: SparkSession, *tables: str) -> Callable[[], tuple[int, ...]]:
+    return lambda: tuple(spark.read.table(t).count() for t in tables)
+
+
+def flags(df: DataFrame, rule_list: list[dict[str, str]]) -> tuple[DataFrame, Any, Any]:
+    """The hand-written projection: one boolean per rule, TRUE when the row fails (NULL fails)."""
+    names = [f"f{i}" for i in range(len(rule_list))]
+    columns = [
+        (~F.coalesce(F.expr(r["expectation"]), F.lit(False))).alias(n) for r, n in zip(rule_list, names, strict=True)
+    ]
+    flagged = df.select("*", *columns)
+    drop = F.lit(False)
+    anything = F.lit(False)
+    for r, n in zip(rule_list, names, strict=True):
+        anything = anything | F.col(n)
+        if r["action_if_failed"] == "drop":
+            drop = drop | F.col(n)
+    return flagged, drop, anything
+
+
+def baseline(df: DataFrame, rule_list: list[dict[str, str]], *, persist: bool) -> None:
+    """The hand-written split: flags once, error rows written, kept rows written."""
+    flagged, drop, anything = flags(df, rule_list)
+    names = [f"f{i}" for i in range(len(rule_list))]
+    if persist:
+        flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        flagged.filter(anything).write.format("delta").mode("append").saveAsTable(ERRORS)
+        flagged.filter(~drop).drop(*names).write.format("delta").mode("append").saveAsTable(TARGET)
+    finally:
+        if persist:
+            flagged.unpersist()
+
+
+def library(df: DataFrame, rule_list: list[dict[str, str]]) -> Callable[[], None]:
+    @with_quarantine(rules=rule_list, target_table=TARGET, error_table=ERRORS, stats_table=STATS, write_to_table=True)
+    def pipeline() -> DataFrame:
+        return df
+
+    return lambda: pipeline() and None
+
+
+def _split_sides(spark: SparkSession, df: DataFrame, rule_list: list[dict[str, str]]) -> list[Side]:
+    reset, check = _drop(spark, TARGET, ERRORS), _counts(spark, TARGET, ERRORS)
+    return [
+        Side("library", library(df, rule_list), reset, check),
+        Side("baseline_reread", lambda: baseline(df, rule_list, persist=False), reset, check),
+        Side("baseline_persist", lambda: baseline(df, rule_list, persist=True), reset, check),
+    ]
+
+
+def _split_record(scenario: str, rows: int, rule_count: int, figures: dict[str, SideFigures]) -> Record:
+    best = min(figures["baseline_reread"].median_s, figures["baseline_persist"].median_s)
+    return {
+        "scenario": scenario,
+        "rows": rows,
+        "rules": rule_count,
+        "sides": {name: asdict(f) for name, f in figures.items()},
+        "ratio_vs_best_baseline": round(figures["library"].median_s / best, 3),
+    }
+
+
+def split(spark: SparkSession, *, rows: list[int], rounds: int, **_: Any) -> list[Record]:
+    """N rows x 4 rules from parquet: the library against both hand-written baselines."""
+    out = []
+    for n in rows:
+        df = spark.read.parquet(orders(spark, n))
+        figures = compare(spark, _split_sides(spark, df, rules(4)), rounds=rounds)
+        out.append(_split_record("split", n, 4, figures))
+    return out
+
+
+def expensive_input(spark: SparkSession, n: int) -> DataFrame:
+    """Orders joined to a customer dimension, with a Python UDF: costly to compute twice."""
+
+    @F.udf(StringType())
+    def domain(email: str | None) -> str | None:
+        return email.rsplit("@", 1)[-1].lower() if email and "@" in email else None
+
+    return (
+        spark.read.parquet(orders(spark, n))
+        .join(customers(spark), "customer_id", "left")
+        .withColumn("email_domain", domain("email"))
+    )
+
+
+def expensive(spark: SparkSession, *, rows: list[int], rounds: int, **_: Any) -> list[Record]:
+    """The split over a join plus a Python UDF: computing the input once matters."""
+    out = []
+    for n in rows:
+        df = expensive_input(spark, n)
+        figures = compare(spark, _split_sides(spark, df, rules(4)), rounds=rounds)
+        out.append(_split_record("expensive", n, 4, figures))
+    return out
+
+
+def rules_scaling(spark: SparkSession, *, rows: list[int], rounds: int, **_: Any) -> list[Record]:
+    """R = 4, 20, 100 rules at the largest N: the cost of each extra rule."""
+    n = max(rows)
+    df = spark.read.parquet(orders(spark, n))
+    out = []
+    for count in (4, 20, 100):
+        figures = compare(spark, _split_sides(spark, df, rules(count))[:2], rounds=rounds)
+        record = {
+            "scenario": "rules",
+            "rows": n,
+            "rules": count,
+            "sides": {name: asdict(f) for name, f in figures.items()},
+            "ratio_vs_baseline": round(figures["library"].median_s / figures["baseline_reread"].median_s, 3),
+        }
+        out.append(record)
+    base = out[0]["sides"]["library"]["median_s"]
+    for record in out:
+        record["library_vs_4_rules"] = round(record["sides"]["library"]["median_s"] / base, 3)
+    return out
+
+
+def rows_scaling(spark: SparkSession, *, rows: list[int], rounds: int, scale_rows: list[int], **_: Any) -> list[Record]:
+    """N = 1M, 4M, 16M at 4 rules: cost grows linearly with rows."""
+    out = []
+    for n in scale_rows:
+        df = spark.read.parquet(orders(spark, n))
+        figures = compare(spark, _split_sides(spark, df, rules(4))[:2], rounds=rounds)
+        out.append(
+            {
+                "scenario": "rows",
+                "rows": n,
+                "rules": 4,
+                "sides": {name: asdict(f) for name, f in figures.items()},
+                "ratio_vs_baseline": round(figures["library"].median_s / figures["baseline_reread"].median_s, 3),
+            }
+        )
+    smallest = out[0]
+    for record in out:
+        record["library_vs_smallest"] = round(
+            record["sides"]["library"]["median_s"] / smallest["sides"]["library"]["median_s"], 3
+        )
+        record["rows_vs_smallest"] = record["rows"] / smallest["rows"]
+    return out
+
+
+def _prefill(spark: SparkSession, dlq: str, n: int) -> None:
+    """Fill the inbox with ``n`` rows of ten other sources, one commit each (as their own runs would)."""
+    create_dlq_tables(spark, dlq)
+    failed_rules = F.array(F.struct(F.lit("amount_positive").alias("name"), F.lit("amount > 0").alias("rule")))
+    for k in range(10 if n else 0):
+        df = spark.range(k, n, 10).select(F.col("id").alias("order_id"), (F.col("id") * -0.5).alias("amount"))
+        inbox_rows(df, df.columns, failed_rules, f"other.source_{k}").write.format("delta").mode("append").saveAsTable(
+            dlq
+        )
+
+
+def _version(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"])
+
+
+def dlq(spark: SparkSession, *, rows: list[int], rounds: int, **_: Any) -> list[Record]:
+    """MERGE a batch with 1% bad rows into an inbox already holding 0, 100k and 1M rows of other sources."""
+    n = min(rows)
+    source = spark.read.parquet(orders(spark, n))
+    rule_list = [r for r in rules(4) if r["name"] == "amount_positive"]  # 1% of rows fail
+    out = []
+    for held in (0, 100_000, 1_000_000):
+        inbox = f"bench_dlq_{held}"
+        spark.sql(f"DROP TABLE IF EXISTS {inbox}")
+        spark.sql(f"DROP TABLE IF EXISTS {inbox}_outbox")
+        _prefill(spark, inbox, held)
+        versions = {t: _version(spark, t) for t in (inbox, f"{inbox}_outbox")}
+
+        def restore(versions: dict[str, int] = versions) -> None:
+            for table, version in versions.items():
+                if _version(spark, table) != version:
+                    spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {version}")
+            spark.sql(f"DROP TABLE IF EXISTS {TARGET}")
+
+        @with_quarantine(
+            rules=rule_list, target_table=TARGET, quarantine={"dlq_table": inbox, "source_table": "bench.orders"}
+        )
+        def pipeline() -> DataFrame:
+            return source
+
+        bad = source.filter(~F.coalesce(F.expr("amount > 0"), F.lit(False)))
+        batch = inbox_rows(
+            bad,
+            source.columns,
+            F.array(F.struct(F.lit("amount_positive").alias("name"), F.lit("amount > 0").alias("rule"))),
+            "bench.orders",
+        )
+        staged = f"bench_dlq_batch_{held}"
+        spark.sql(f"DROP TABLE IF EXISTS {staged}")
+        batch.write.format("delta").saveAsTable(staged)
+
+        def merge(inbox: str = inbox, staged: str = staged) -> None:
+            merge_into_inbox(spark, inbox, "bench.orders", spark.read.table(staged))
+
+        held_check = _counts(spark, inbox)
+        call_check = _counts(spark, inbox, TARGET)
+        call = compare(spark, [Side("dlq_call", lambda p=pipeline: p() and None, restore, call_check)], rounds=rounds)
+        alone = compare(spark, [Side("inbox_merge", merge, restore, held_check)], rounds=rounds)
+        out.append(
+            {
+                "scenario": "dlq",
+                "rows": n,
+                "bad_rows": spark.read.table(staged).count(),
+                "inbox_rows_before": held,
+                "sides": {**{k: asdict(v) for k, v in call.items()}, **{k: asdict(v) for k, v in alone.items()}},
+            }
+        )
+        spark.sql(f"DROP TABLE IF EXISTS {staged}")
+    empty_merge = out[0]["sides"]["inbox_merge"]["median_s"]
+    empty_call = out[0]["sides"]["dlq_call"]["median_s"]
+    for record in out:
+        record["merge_vs_empty_inbox"] = round(record["sides"]["inbox_merge"]["median_s"] / empty_merge, 3)
+        record["call_vs_empty_inbox"] = round(record["sides"]["dlq_call"]["median_s"] / empty_call, 3)
+    return out
+
+
+def streaming(spark: SparkSession, *, rows: list[int], rounds: int, workdir: Path, **_: Any) -> list[Record]:
+    """Rows per second through the streaming DLQ path, against a hand-written stream copy."""
+    n = min(rows)
+    files = 10
+    src = "bench_stream_source"
+    spark.sql(f"DROP TABLE IF EXISTS {src}")
+    spark.read.parquet(orders(spark, n)).repartition(files).write.format("delta").saveAsTable(src)
+    inbox = "bench_stream_dlq"
+    for table in (inbox, f"{inbox}_outbox"):
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+    create_dlq_tables(spark, inbox)
+    versions = {t: _version(spark, t) for t in (inbox, f"{inbox}_outbox")}
+    checkpoints = workdir / "checkpoints"
+
+    def reset() -> None:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+        for table, version in versions.items():
+            if _version(spark, table) != version:
+                spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {version}")
+        spark.sql(f"DROP TABLE IF EXISTS {TARGET}")
+
+    def stream() -> DataFrame:
+        return spark.readStream.option("maxFilesPerTrigger", 2).table(src)
+
+    @with_quarantine(
+        rules=rules(4),
+        target_table=TARGET,
+        quarantine={"dlq_table": inbox, "source_table": "bench.stream"},
+        user_conf={"spark.quarantine.checkpoint_location": str(checkpoints / "library")},
+    )
+    def pipeline() -> DataFrame:
+        return stream()
+
+    def library_run() -> None:
+        pipeline().awaitTermination()
+
+    def copy_run() -> None:
+        def batch(frame: DataFrame, batch_id: int) -> None:
+            frame.write.format("delta").mode("append").option("txnAppId", "bench-copy").option(
+                "txnVersion", str(batch_id)
+            ).saveAsTable(TARGET)
+
+        query = (
+            stream()
+            .writeStream.foreachBatch(batch)
+            .option("checkpointLocation", str(checkpoints / "copy"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    def total() -> int:
+        quarantined = spark.read.table(inbox).filter(F.col("_dlq_source_table") == "bench.stream").count()
+        return spark.read.table(TARGET).count() + quarantined
+
+    def copied() -> int:
+        return spark.read.table(TARGET).count()
+
+    figures = compare(
+        spark, [Side("library", library_run, reset, total), Side("stream_copy", copy_run, reset, copied)], rounds=rounds
+    )
+    return [
+        {
+            "scenario": "streaming",
+            "rows": n,
+            "rules": 4,
+            "micro_batches": files // 2,
+            "sides": {name: asdict(f) for name, f in figures.items()},
+            "library_rows_per_s": round(n / figures["library"].median_s),
+            "stream_copy_rows_per_s": round(n / figures["stream_copy"].median_s),
+            "ratio_vs_stream_copy": round(figures["library"].median_s / figures["stream_copy"].median_s, 3),
+        }
+    ]
+
+
+SCENARIOS: dict[str, Callable[..., list[Record]]] = {
+    "split": split,
+    "expensive": expensive,
+    "rules": rules_scaling,
+    "rows": rows_scaling,
+    "dlq": dlq,
+    "streaming": streaming,
+}

@@ -76,12 +76,10 @@ def orders(spark: SparkSession, rows: int) -> str:
         i.alias("order_id"),
         F.when(i % 50 == 0, None).otherwise(i % 10_000).alias("customer_id"),
         F.when(i % 100 == 7, -1.0).otherwise((i % 997) * 1.25 + 1).alias("amount"),
-        F.when(i % 50 == 13, F.lit("broken")).otherwise(F.concat(F.lit("user"), i, F.lit("@example.com"))).alias("email"),
+        F.when(i % 50 == 13, F.lit("broken")).otherwise(F.concat(F.lit("user"), i, F.lit("@x.io"))).alias("email"),
         F.when(i % 100 == 29, F.lit("LOST")).otherwise(F.element_at(statuses, (i % 3 + 1).cast("int"))).alias("status"),
         (F.lit(1_700_000_000) + i).cast("timestamp").alias("ts"),
-        F.struct((i % 7).alias("zone"), F.lit("DE").alias("country"), (i % 90_000 + 10_000).alias("zip")).alias(
-            "ship"
-        ),
+        F.struct((i % 7).alias("zone"), F.lit("DE").alias("country"), (i % 90_000 + 10_000).alias("zip")).alias("ship"),
     ).write.mode("overwrite").parquet(str(path))
     return str(path)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, Observation
@@ -38,6 +39,39 @@ __all__ = [
 FLAG_PREFIX = "__sq_"
 DROP_FLAG = "__sq_drop"
 ANY_FLAG = "__sq_any"
+
+
+_T = TypeVar("_T")
+_CACHE: dict[tuple[Any, ...], Any] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 256
+
+
+def _memo(key: tuple[Any, ...], build: Callable[[], _T]) -> _T:
+    """Build once per key and Spark application: rule Columns and checks depend only on the key.
+
+    A decorated function runs the same rules on every call; building their Columns (hundreds
+    of py4j calls for 100 rules) and analysing them against an unchanged schema is done once.
+    Columns are unresolved expressions, so one Column serves any DataFrame with those columns.
+    """
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    full = (id(context), context.applicationId if context is not None else None, *key)
+    with _CACHE_LOCK:
+        if full in _CACHE:
+            return _CACHE[full]  # type: ignore[no-any-return]
+    value = build()
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[full] = value
+    return value
+
+
+def _rules_key(rules: Sequence[Rule]) -> str:
+    """Everything about the rules that shapes a Column (``source``/``line`` are excluded)."""
+    return repr(tuple(rules))
 
 
 def quote(name: str) -> str:
@@ -80,6 +114,23 @@ def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
     (non-deterministic expressions, code ``SQ-R025``).
     """
     enabled = [r for r in rules if r.enabled]
+    if any(compiled_kind(r) != "row" for r in enabled):
+        return _check_rules_against(df, enabled)  # dataset and custom checks: analysed every time
+    key = ("check", df.schema.json(), _rules_key(enabled))
+    outcome = _memo(key, lambda: _capture(lambda: _check_rules_against(df, enabled)))
+    if isinstance(outcome, RuleValidationError):
+        raise RuleValidationError(outcome.problems)
+    return list(outcome)
+
+
+def _capture(check: Callable[[], list[Problem]]) -> list[Problem] | RuleValidationError:
+    try:
+        return check()
+    except RuleValidationError as exc:
+        return exc
+
+
+def _check_rules_against(df: DataFrame, enabled: Sequence[Rule]) -> list[Problem]:
     problems: list[Problem] = []
     parsed: list[tuple[Rule, Column]] = []
     with _quiet_pyspark_errors():
@@ -317,24 +368,42 @@ def flag_rows(
     source = df
     flag_columns: list[Column] = []
     metrics: list[tuple[Rule, Column]] = []
-    for i, (rule, name) in enumerate(zip(enabled, flags, strict=True)):
-        if compiled_kind(rule) == "dataset":
-            source, failed, metric = _dataset_flag(source, rule, i, references or {})
-            if metric is not None:
-                metrics.append((rule, metric))
-            flag_columns.append(failed.alias(name))
-        else:
-            flag_columns.append((~F.coalesce(rule_condition(rule), F.lit(False))).alias(name))
+    kinds = [compiled_kind(rule) for rule in enabled]
+    if all(kind == "row" for kind in kinds):
+        key = ("flags", _rules_key(enabled), coerce_to_drop)
+        flag_columns, summaries = _memo(key, lambda: _row_flags(enabled, flags, coerce_to_drop))
+    else:
+        for i, (rule, name) in enumerate(zip(enabled, flags, strict=True)):
+            if kinds[i] == "dataset":
+                source, failed, metric = _dataset_flag(source, rule, i, references or {})
+                if metric is not None:
+                    metrics.append((rule, metric))
+                flag_columns.append(failed.alias(name))
+            else:
+                flag_columns.append((~F.coalesce(rule_condition(rule), F.lit(False))).alias(name))
+        summaries = _summaries(enabled, flags, coerce_to_drop)
+    kept_columns = [col(c) for c in (*columns, *carry)]
+    flagged = source.select(*kept_columns, *flag_columns).select("*", *summaries)
+    return Flagged(df=flagged, columns=columns, rules=enabled, flags=flags, dataset_metrics=tuple(metrics))
+
+
+def _row_flags(
+    enabled: Sequence[Rule], flags: Sequence[str], coerce_to_drop: bool
+) -> tuple[list[Column], list[Column]]:
+    columns = [
+        (~F.coalesce(rule_condition(rule), F.lit(False))).alias(name) for rule, name in zip(enabled, flags, strict=True)
+    ]
+    return columns, _summaries(enabled, flags, coerce_to_drop)
+
+
+def _summaries(enabled: Sequence[Rule], flags: Sequence[str], coerce_to_drop: bool) -> list[Column]:
+    """The ``drop`` and ``any`` flags over the per-rule flags."""
     is_drop = [
         F.col(name)
         for rule, name in zip(enabled, flags, strict=True)
         if coerce_to_drop or rule.action_if_failed is Action.DROP
     ]
-    drop = _any(is_drop).alias(DROP_FLAG)
-    anything = _any([F.col(n) for n in flags]).alias(ANY_FLAG)
-    kept_columns = [col(c) for c in (*columns, *carry)]
-    flagged = source.select(*kept_columns, *flag_columns).select("*", drop, anything)
-    return Flagged(df=flagged, columns=columns, rules=enabled, flags=flags, dataset_metrics=tuple(metrics))
+    return [_any(is_drop).alias(DROP_FLAG), _any([F.col(n) for n in flags]).alias(ANY_FLAG)]
 
 
 def _aggregate(kind: str, column: Column) -> Column:
@@ -409,6 +478,10 @@ def _any(columns: list[Column]) -> Column:
 
 def metric_columns(flagged: Flagged) -> list[Column]:
     """Aggregates for input rows, dropped rows, error rows and each rule's failures."""
+    return list(_memo(("metrics", flagged.flags), lambda: _metric_columns(flagged)))
+
+
+def _metric_columns(flagged: Flagged) -> list[Column]:
     metrics = [
         F.count(F.lit(1)).alias("input_rows"),
         F.coalesce(F.sum(F.col(DROP_FLAG).cast("long")), F.lit(0)).alias("dropped_rows"),
@@ -442,6 +515,10 @@ def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int,
 
 def failed_rule_structs(flagged: Flagged) -> Column:
     """ARRAY<STRUCT<name, rule>>: one struct per rule the row failed (the DLQ's ``_dlq_failed_rules``)."""
+    return _memo(("structs", _rules_key(flagged.rules), flagged.flags), lambda: _failed_rule_structs(flagged))
+
+
+def _failed_rule_structs(flagged: Flagged) -> Column:
     entries = [
         F.when(F.col(flag), F.struct(F.lit(rule.name).alias("name"), F.lit(rule.expectation).alias("rule")))
         for rule, flag in zip(flagged.rules, flagged.flags, strict=True)
@@ -453,6 +530,11 @@ def failed_rule_structs(flagged: Flagged) -> Column:
 
 def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Column:
     """ARRAY<MAP<STRING,STRING>>: one map per rule the row failed (meta_row_dq_results)."""
+    key = ("maps", _rules_key(flagged.rules), flagged.flags, coerce_to_drop)
+    return _memo(key, lambda: _failed_rule_maps(flagged, coerce_to_drop))
+
+
+def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
     entries = []
     for rule, flag in zip(flagged.rules, flagged.flags, strict=True):
         action = Action.DROP if coerce_to_drop else rule.action_if_failed

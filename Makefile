@@ -8,7 +8,7 @@ SOURCES := setup.cfg pyproject.toml
 
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test lint format docs bench bench-quick clean
+.PHONY: help demo test reliability lint format docs bench bench-quick clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ demo: $(STAMP) ## Run the demo pipeline on an embedded local Spark + Delta wareh
 
 test: $(STAMP) ## Run the whole test suite on real Spark + Delta.
 	$(PY) -m pytest
+
+reliability: $(STAMP) ## Run tests/reliability/ and regenerate docs/reliability.md.
+	$(PY) -m pytest tests/reliability
 
 lint: $(STAMP) ## ruff (lint and format check) and mypy on the package.
 	$(VENV)/bin/ruff check spark_quarantine tests benchmarks

@@ -23,7 +23,7 @@ from spark_quarantine.evaluate import Flagged
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.runner import RunOutcome, Writer, run_checks
-from spark_quarantine.sinks.delta import append, check_appendable
+from spark_quarantine.sinks.delta import append, check_appendable, suffixed, table_name_problem
 from spark_quarantine.sinks.dlq import check_dlq_tables
 from spark_quarantine.sinks.error_table import error_table_schema
 
@@ -98,7 +98,7 @@ def with_quarantine(
             log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
     if write_to_table and not target_table:
         raise ConfigError("write_to_table=True needs target_table", code="SQ-C006", key="target_table")
-    errors_to = error_table or (f"{target_table}_error" if target_table else None)
+    errors_to = error_table or (suffixed(target_table, "_error") if target_table else None)
     if settings.error_table_enabled and errors_to is None and quarantine is None:
         raise ConfigError(
             "the error table needs a name: give target_table (the error table is then "
@@ -109,6 +109,12 @@ def with_quarantine(
         )
     if not settings.error_table_enabled:
         errors_to = None
+    written = errors_to if dlq is None else None  # the DLQ mode writes no error table
+    names = {"target_table": target_table, "error_table": written, "stats_table": stats_table}
+    for key, name in names.items():
+        problem = table_name_problem(name) if name is not None else None
+        if problem is not None:  # refused before anything is read or written
+            raise ConfigError(f"{key}: {problem}", code="SQ-C006", key=key)
 
     def decorate(func: Callable[..., DataFrame]) -> QuarantinedFunction:
         if dlq is not None:

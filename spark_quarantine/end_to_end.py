@@ -29,7 +29,7 @@ from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.rules import Rule
 from spark_quarantine.runner import Writer, run_checks
-from spark_quarantine.sinks.delta import check_appendable, needs_column_mapping, table_exists
+from spark_quarantine.sinks.delta import check_appendable, needs_column_mapping, table_exists, table_name_problem
 from spark_quarantine.sinks.error_table import error_table_schema
 
 __all__ = [
@@ -66,6 +66,9 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
 def _location(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidParameterError(f"{what}.location must be a table name or a path, found {value!r}")
+    problem = None if is_path(value.strip()) else table_name_problem(value.strip())
+    if problem is not None:
+        raise InvalidParameterError(f"{what}.location: {problem}")
     return value.strip()
 
 
@@ -251,6 +254,8 @@ def apply_checks_and_save_in_table(
     ):
         if value is not None and not isinstance(value, kind):
             raise InvalidParameterError(f"{name} must be a {kind.__name__}, found {type(value).__name__}")
+    if stats_table is not None and (problem := table_name_problem(stats_table)) is not None:
+        raise InvalidParameterError(f"stats_table: {problem}")
     settings = parse_user_conf(user_conf)
     rules = load_rules(checks, params=settings.rules_params)
     session = _session(spark)

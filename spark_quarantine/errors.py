@@ -84,7 +84,7 @@ CODES: dict[str, str] = {
     "SQ-D003": "a DLQ fix does not match the source columns or still fails the rules",
     "SQ-D004": "a Delta write conflict persisted after retries",
     # Notifications.
-    "SQ-N001": "a notification channel failed and fail_on_error is set",
+    "SQ-N001": "a notification channel failed (logged; raised when fail_on_error is set)",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",
 }
 

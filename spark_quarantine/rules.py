@@ -169,6 +169,11 @@ _LineLoader.add_constructor(
 )
 
 
+def _type_name(value: Any) -> str:
+    """The type of ``value`` as a user knows it (a YAML mapping is a ``dict``, not a ``_LineDict``)."""
+    return "dict" if isinstance(value, dict) else type(value).__name__
+
+
 def _line_of(entry: Any, key: str | None = None) -> int | None:
     if isinstance(entry, _LineDict):
         if key is not None and key in entry.key_lines:
@@ -184,6 +189,8 @@ def read_rule_file(path: Path) -> tuple[list[Any], list[Problem]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         return [], [Problem("SQ-R001", f"cannot read rule file: {exc.strerror or exc}", file=file)]
+    except UnicodeDecodeError as exc:
+        return [], [Problem("SQ-R001", f"cannot read rule file: not UTF-8 text (byte {exc.start})", file=file)]
     try:
         doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
     except yaml.YAMLError as exc:
@@ -221,7 +228,7 @@ def read_rule_file(path: Path) -> tuple[list[Any], list[Problem]]:
         problems.append(
             Problem(
                 "SQ-R003",
-                f"'rules:' must be a list of rules, found a {type(entries).__name__}",
+                f"'rules:' must be a list of rules, found a {_type_name(entries)}",
                 file=file,
                 line=_line_of(doc, "rules"),
             )
@@ -261,7 +268,7 @@ def _parse_entry(
         return [], [
             Problem(
                 "SQ-R004",
-                f"rule #{index + 1} must be a mapping of rule fields, found a {type(entry).__name__}",
+                f"rule #{index + 1} must be a mapping of rule fields, found a {_type_name(entry)}",
                 file=file,
                 line=_line_of(entry),
             )
@@ -302,7 +309,7 @@ def _parse_entry(
         if wrong_bool or not isinstance(value, types):
             problem(
                 "SQ-R007",
-                f"'{key}' must be {expected}, found {type(value).__name__} {value!r}",
+                f"'{key}' must be {expected}, found {_type_name(value)} {value!r}",
                 key,
             )
             continue

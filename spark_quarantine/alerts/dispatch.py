@@ -1,7 +1,7 @@
 """Sending one alert to every notifier: a failing channel never stops the others.
 
 Each notifier is called in turn. A notifier that raises (after its own retries) is logged as
-``notification_failed`` with its channel name, the HTTP or SMTP status when there is one and a
+``notification_failed`` (code ``SQ-N001``) with its channel name, the HTTP or SMTP status when there is one and a
 redacted reason; the next notifier is still called. Only when ``fail_on_error`` is true, and
 only after every notifier was tried, :class:`~spark_quarantine.errors.NotificationError`
 (``SQ-N001``) is raised, naming the channels that failed.
@@ -54,6 +54,7 @@ def send(
                 log,
                 logging.WARNING,
                 "notification_failed",
+                code="SQ-N001",
                 channel=name,
                 status=status,
                 reason=reason,

@@ -7,6 +7,7 @@ API, which parse them as identifiers, so a name cannot run SQL.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,33 @@ from pyspark.sql.types import DataType, StructType
 
 from spark_quarantine.errors import SchemaConflictError, TableWriteError
 
-__all__ = ["append", "check_appendable", "needs_column_mapping"]
+__all__ = ["append", "check_appendable", "needs_column_mapping", "suffixed", "table_name_problem"]
+
+# A table name: dot-separated parts, each a plain identifier or a backticked one (`` escapes `).
+_NAME_PART = r"(?:\w+|`(?:[^`]|``)+`)"
+_TABLE_NAME = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*")
+
+
+def table_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a table name (``None`` when it can): checked before anything runs.
+
+    Each dot-separated part is letters, digits and ``_``, or is quoted in backticks, so a name
+    such as ``"x; DROP TABLE t"`` is refused here instead of failing half-way through a run.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return f"a table name must be a non-empty string, found {name!r}"
+    if not _TABLE_NAME.fullmatch(name):
+        return (
+            f"{name!r} is not a valid table name: each dot-separated part must be letters, digits "
+            "and _, or be quoted in backticks (`my table`)"
+        )
+    return None
+
+
+def suffixed(table: str, suffix: str) -> str:
+    """``table`` with ``suffix`` added to its last part, inside the backticks when it is quoted."""
+    return f"{table[:-1]}{suffix}`" if table.endswith("`") else f"{table}{suffix}"
+
 
 # Delta refuses these characters in column names unless column mapping is on.
 _DELTA_INVALID = set(" ,;{}()\n\t=")
@@ -102,9 +129,13 @@ def append(
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
         first = str(exc).strip().splitlines()[0]
-        if "SCHEMA" in condition or "MERGE_FIELDS" in condition or "MISMATCH" in condition:
+        not_rows = condition in ("SCHEMA_NOT_FOUND", "INVALID_SCHEMA_OR_RELATION_NAME")  # the name, not the rows
+        if not not_rows and ("SCHEMA" in condition or "MERGE_FIELDS" in condition or "MISMATCH" in condition):
             raise SchemaConflictError(f"the {role} '{table}' did not accept the rows: {first}", code="SQ-S003") from exc
         raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # A Py4JJavaError's own text is "An error occurred while calling o123.saveAsTable": say the Java reason.
+        java = getattr(exc, "java_exception", None)
+        text = str(java.toString()) if java is not None else str(exc)
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc

@@ -50,7 +50,7 @@ def _heap_pools(spark: SparkSession) -> list[Any]:
 
 def _next_job_id(spark: SparkSession) -> int:
     scheduler: Any = spark.sparkContext._jsc.sc().dagScheduler()  # type: ignore[union-attr]
-    return int(scheduler.nextJobId().get())
+    return int(scheduler.nextJobId())
 
 
 def jobs_and_heap(spark: SparkSession, fn: Callable[[], None]) -> tuple[float, int, float]:

@@ -222,7 +222,8 @@ def _analysis_problem(rule: Rule, exc: AnalysisException, df: DataFrame) -> Prob
             f"expectation {rule.expectation!r} names a column the DataFrame lacks; "
             f"{_first_line(exc)} (columns: {columns})",
         )
-    if condition.startswith("UNSUPPORTED_GENERATOR") or "AGGREGATE" in condition or "WINDOW" in condition:
+    row_only = ("UNSUPPORTED_GENERATOR", "MISSING_GROUP_BY")
+    if condition.startswith(row_only) or "AGGREGATE" in condition or "WINDOW" in condition:
         return _problem(
             rule, "SQ-R023", f"expectation {rule.expectation!r} is not a row expression: {_first_line(exc)}"
         )

@@ -1,9 +1,10 @@
 """The reliability catalog: tests in this folder record what they tried, and a full run writes it.
 
 Each test that tries a bad input, kills a run or checks a property records one line through the
-session-scoped ``catalog`` fixture. When every test under ``tests/reliability/`` was selected and
-passed, the session writes ``docs/reliability.md`` from those records (``make reliability`` runs
-just this folder). A partial or failing run leaves the document alone.
+session-scoped ``catalog`` fixture. When every test file under ``tests/reliability/`` ran
+unfiltered (no ``-k``/``-m``) and every test passed, the session writes ``docs/reliability.md``
+from those records (``make reliability`` runs just this folder). A partial or failing run leaves
+the document alone.
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     selected = [item.nodeid for item in session.items if _in_folder(item.nodeid)]
-    collected_all = not session.config.option.keyword and not session.config.option.markexpr
-    if not selected or not collected_all or not all(_OUTCOMES.get(n) for n in selected):
+    files = {n.split("::")[0].rsplit("/", 1)[-1] for n in selected}
+    every_file = files == {p.name for p in HERE.glob("test_*.py")}
+    unfiltered = not session.config.option.keyword and not session.config.option.markexpr
+    if not selected or not every_file or not unfiltered or not all(_OUTCOMES.get(n) for n in selected):
         return
     DOC.write_text(render(_CATALOG), encoding="utf-8")
 

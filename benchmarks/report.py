@@ -29,10 +29,12 @@ def markdown(scenario: str, records: list[Record]) -> str:
     if scenario in ("split", "expensive"):
         return _table(
             ["rows", "rules", "library (s)", "baseline reread (s)", "baseline persist (s)", "ratio vs best",
-             "jobs: library / reread / persist", "peak heap MiB: library / best"],
+             "with stats table: s (ratio)", "jobs: library / reread / persist", "peak heap MiB: library / best"],
             [
                 [f"{r['rows']:,}", r["rules"], _s(r, "library"), _s(r, "baseline_reread"), _s(r, "baseline_persist"),
                  f"{r['ratio_vs_best_baseline']}x",
+                 f"{_s(r, 'library_with_stats')} ({r['with_stats_ratio_vs_best_baseline']}x, "
+                 f"{_s(r, 'library_with_stats', 'spark_jobs')} jobs)" if "library_with_stats" in r["sides"] else "-",
                  f"{_s(r, 'library', 'spark_jobs')} / {_s(r, 'baseline_reread', 'spark_jobs')} / "
                  f"{_s(r, 'baseline_persist', 'spark_jobs')}",
                  f"{_s(r, 'library', 'peak_heap_mib')} / {_s(r, _best(r), 'peak_heap_mib')}"]

@@ -9,7 +9,6 @@ the document alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +27,7 @@ class BadInput:
     code: str  # the SQ-... code raised (or logged, for warnings and notifier failures)
     message: str  # the first line of the message the user sees
     nothing_written: bool  # no table, file or row was created or changed
+    written: str = ""  # when something was written: what, and whether that was expected
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,11 @@ class Catalog:
     properties: list[Property] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)  # leaks and load: name -> measured figure
 
-    def bad_input(self, area: str, tried: str, code: str, message: str, *, nothing_written: bool) -> None:
+    def bad_input(
+        self, area: str, tried: str, code: str, message: str, *, nothing_written: bool, written: str = ""
+    ) -> None:
         first = message.strip().splitlines()[0] if message.strip() else ""
-        self.bad_inputs.append(BadInput(area, tried, code, first, nothing_written))
+        self.bad_inputs.append(BadInput(area, tried, code, first, nothing_written, written))
 
     def kill_point(self, mode: str, point: str, runs: int, checked: str) -> None:
         self.kill_points.append(KillPoint(mode, point, runs, checked))
@@ -75,8 +77,8 @@ _OUTCOMES: dict[str, bool] = {}
 
 
 @pytest.fixture(scope="session")
-def catalog() -> Iterator[Catalog]:
-    yield _CATALOG
+def catalog() -> Catalog:
+    return _CATALOG
 
 
 def _in_folder(nodeid: str) -> bool:
@@ -128,15 +130,16 @@ def render(catalog: Catalog) -> str:
         "## Bad inputs",
         "",
         "Each line is one bad input a test tried, the error code and the first line of the message",
-        "the user sees, and whether the test confirmed that nothing was written.",
+        "the user sees, and what the test found written: *nothing* (checked on the warehouse's files",
+        "and the catalog), or, where the input is accepted or only warned about, what the run wrote.",
         "",
-        "| area | bad input | code | message | nothing written |",
+        "| area | bad input | code | message | written |",
         "|---|---|---|---|---|",
     ]
     for b in catalog.bad_inputs:
         lines.append(
             f"| {_cell(b.area)} | {_cell(b.tried)} | `{b.code}` | {_cell(b.message)} | "
-            f"{'yes' if b.nothing_written else 'NO'} |"
+            f"{'nothing' if b.nothing_written else _cell(b.written or 'something (see message)')} |"
         )
     lines += [
         "",

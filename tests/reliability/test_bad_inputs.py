@@ -351,6 +351,8 @@ EXPRESSIONS: list[tuple[str, str, str, str]] = [
     ("subquery-scalar", "a scalar subquery", f"id > (SELECT max(id) FROM {VICTIM})", "SQ-R024"),
     ("subquery-exists", "an EXISTS subquery", f"EXISTS (SELECT 1 FROM {VICTIM})", "SQ-R024"),
 ]
+
+
 class TestExpressions:
     """Expectations are checked against the DataFrame when the function runs, before any Spark job."""
 
@@ -410,6 +412,7 @@ class TestExpressions:
             warning.code,
             shown(warning),
             nothing_written=False,
+            written="the run's own rows, as expected",
         )
 
 
@@ -524,6 +527,7 @@ class TestTableNames:
             "none",
             f"no error: `{name}` is a valid identifier; table `{name}` was written, `{VICTIM}` untouched",
             nothing_written=False,
+            written="the table it names, as asked; nothing else",
         )
 
     def test_a_target_in_a_database_that_does_not_exist_is_refused_before_any_row_is_written(
@@ -570,6 +574,7 @@ class TestTableNames:
             info.value.code,
             shown(info.value),
             nothing_written=False,
+            written="orphan files of the refused table (no SQL ran, no table registered)",
         )
 
 
@@ -627,6 +632,7 @@ class TestDLQNames:
             info.value.code,
             shown(info.value),
             nothing_written=False,
+            written="an orphan Delta log of the refused table (no SQL ran, no table registered)",
         )
 
     def test_a_source_table_full_of_sql_is_stored_as_a_plain_value(
@@ -653,6 +659,7 @@ class TestDLQNames:
             "none",
             f"no error: the 2 failing rows are in the inbox with _dlq_source_table = {source!r}; `{VICTIM}` untouched",
             nothing_written=False,
+            written="the run's own rows, the value stored as data",
         )
 
 
@@ -1170,4 +1177,5 @@ class TestNotifiers:
             "SQ-N001",
             shown(logged),
             nothing_written=False,
+            written="the run's own rows, once",
         )

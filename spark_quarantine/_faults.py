@@ -1,21 +1,41 @@
 """Crash points for the fault-injection tests: the process kills itself at a named write boundary.
 
 Set ``SPARK_QUARANTINE_KILL_AT`` to a boundary name (``after_inbox``, ``after_target``, ...)
-and the run SIGKILLs its own process there, as a machine failure would. Unset (always, outside
-those tests) it does nothing.
+and the run SIGKILLs its own process there, as a machine failure would. A name may be scoped,
+``stream-main:after_target`` or ``stream-recycle:after_outbox``, to die only inside the
+micro-batches of one of the streaming DLQ mode's two queries. Unset (always, outside those
+tests) it does nothing.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["boundary"]
+__all__ = ["boundary", "fault_scope"]
 
 _VARIABLE = "SPARK_QUARANTINE_KILL_AT"
+_scope: ContextVar[str | None] = ContextVar("spark_quarantine_fault_scope", default=None)
+
+
+@contextmanager
+def fault_scope(scope: str) -> Iterator[None]:
+    """Boundaries reached inside this block also answer to ``<scope>:<name>``."""
+    token = _scope.set(scope)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 def boundary(name: str) -> None:
     """A write boundary: die here when the tests ask for it."""
-    if os.environ.get(_VARIABLE) == name:
+    wanted = os.environ.get(_VARIABLE)
+    if not wanted:
+        return
+    scope = _scope.get()
+    if wanted == name or (scope is not None and wanted == f"{scope}:{name}"):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -8,6 +8,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_quarantine._faults import boundary
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings, parse_user_conf
 from spark_quarantine.dlq_mode import (
@@ -18,7 +19,7 @@ from spark_quarantine.dlq_mode import (
     run_dlq,
     start_dlq_stream,
 )
-from spark_quarantine.errors import ConfigError
+from spark_quarantine.errors import ConfigError, QuarantineFailure
 from spark_quarantine.evaluate import Flagged
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
@@ -26,6 +27,7 @@ from spark_quarantine.runner import RunOutcome, Writer, run_checks
 from spark_quarantine.sinks.delta import append, check_appendable, suffixed, table_name_problem
 from spark_quarantine.sinks.dlq import check_dlq_tables
 from spark_quarantine.sinks.error_table import error_table_schema
+from spark_quarantine.sinks.ledger import LedgerUnavailable, RunLedger
 
 __all__ = ["QuarantinedFunction", "with_quarantine"]
 
@@ -146,38 +148,78 @@ def with_quarantine(
         def table_call(df: Any) -> RunOutcome:
             write_target: Writer | None = None
             write_errors: Writer | None = None
+            # With both tables written here, a run is exactly-once across a crash and a rerun:
+            # the ledger (opened after the schema checks) says what a killed run already appended.
+            ledgers: list[RunLedger] = []
             if write_to_table and target_table:
                 table = target_table
 
                 def write_target(frame: DataFrame) -> None:
-                    append(frame, table, role="target table")
+                    if not ledgers:
+                        append(frame, table, role="target table")
+                    elif not ledgers[0].target_written:
+                        append(frame, table, role="target table", options=ledgers[0].append_options("target"))
+                    boundary("after_target")
 
             if errors_to is not None:
                 errors_table = errors_to
 
                 def write_errors(frame: DataFrame) -> None:
-                    append(frame, errors_table, role="error table")
+                    boundary("before_errors")
+                    if not ledgers:
+                        append(frame, errors_table, role="error table")
+                    elif not ledgers[0].errors_written:
+                        append(frame, errors_table, role="error table", options=ledgers[0].append_options("errors"))
+                    else:  # a killed run appended them: compute the rows all the same, the counts come from here
+                        frame.write.format("noop").mode("overwrite").save()
+                    boundary("after_errors")
 
             def precheck(flagged: Flagged, session: SparkSession) -> None:
                 if errors_to is not None:
                     check_appendable(session, errors_to, error_table_schema(df.schema), role="error table")
                 if write_to_table and target_table:
                     check_appendable(session, target_table, df.schema, role="target table")
+                if errors_to is not None and write_to_table and target_table:
+                    try:
+                        ledgers.append(RunLedger.open(session, errors_to, target_table))
+                    except LedgerUnavailable as exc:
+                        get_logger(target_table=target_table, product_id=product_id).warning(
+                            "exactly_once_unavailable",
+                            message="the Delta log could not be read: plain appends, a rerun after a crash may "
+                            "append rows twice",
+                            error=str(exc),
+                        )
 
-            return run_checks(
-                df,
-                rule_set,
-                settings=settings,
-                spark=spark,
-                product_id=product_id,
-                target_table=target_table,
-                error_table=errors_to,
-                stats_table=stats_table,
-                write_target=write_target,
-                write_errors=write_errors,
-                precheck=precheck,
-                failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
-            )
+            try:
+                outcome = run_checks(
+                    df,
+                    rule_set,
+                    settings=settings,
+                    spark=spark,
+                    product_id=product_id,
+                    target_table=target_table,
+                    error_table=errors_to,
+                    stats_table=stats_table,
+                    write_target=write_target,
+                    write_errors=write_errors,
+                    precheck=precheck,
+                    failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
+                )
+            except QuarantineFailure:
+                try:
+                    complete(ledgers)  # a fail rule ends the run: its error rows are written, the next run is new
+                except Exception as exc:  # noqa: BLE001 - the rule failure is what the caller must see
+                    get_logger(target_table=target_table, product_id=product_id).error(
+                        "run_mark_failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    )
+                raise
+            complete(ledgers)
+            return outcome
+
+        def complete(ledgers: list[RunLedger]) -> None:
+            if ledgers:
+                ledgers[0].complete()
+                boundary("after_mark")
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

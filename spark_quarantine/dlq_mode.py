@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_quarantine._faults import boundary
+from spark_quarantine._faults import boundary, fault_scope
 from spark_quarantine.config import Settings
 from spark_quarantine.errors import ConfigError, Problem
 from spark_quarantine.evaluate import FLAG_PREFIX, Flagged, failed_rule_structs
@@ -270,19 +270,20 @@ def start_dlq_stream(
                 pending = batch.join(done, "_dlq_sk", "left_anti").dropDuplicates(["_dlq_sk"])
                 recycled = decode_inbox_rows(pending, schema)
                 source = spark.createDataFrame([], schema)
-            outcome = run_dlq(
-                source,
-                rules,
-                dlq=dlq,
-                settings=settings,
-                spark=spark,
-                target_table=target_table,
-                product_id=product_id,
-                stats_table=stats_table,
-                warnings=warnings,
-                recycled=recycled,
-                target_options=options,
-            )
+            with fault_scope(f"stream-{kind}"):
+                outcome = run_dlq(
+                    source,
+                    rules,
+                    dlq=dlq,
+                    settings=settings,
+                    spark=spark,
+                    target_table=target_table,
+                    product_id=product_id,
+                    stats_table=stats_table,
+                    warnings=warnings,
+                    recycled=recycled,
+                    target_options=options,
+                )
             on_batch(outcome.result)
 
         return run

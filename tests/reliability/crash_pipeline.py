@@ -1,8 +1,9 @@
-"""A DLQ pipeline run in a child process by the crash tests (`python -m tests.reliability.crash_pipeline WH STEP...`).
+"""A DLQ batch pipeline run in a child process by the crash tests.
 
-Steps: ``prepare`` (source table, DLQ tables, a first run, one row fixed by an operator),
-``run`` (one run; ``SPARK_QUARANTINE_KILL_AT`` may kill it at a write boundary) and ``dump``
-(the target, inbox and outbox as JSON on stdout).
+``python -m tests.reliability.crash_pipeline WAREHOUSE STEP...``; steps: ``prepare`` (source
+table and DLQ tables), ``run`` (one batch run), ``fix:<id>`` (an operator corrects the
+quarantined row with that id to ``amount = id`` and marks it fixed), ``dump`` (target, inbox
+and outbox) and ``kill:<point>`` (see ``crash_steps``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pyspark.sql import DataFrame
 
 from spark_quarantine import create_dlq_tables, local_spark, with_quarantine
 from spark_quarantine.dlq import mark_fixed
+from tests.reliability.crash_steps import perform, print_dump, sort_rows
 
 RULES = [
     {"name": "id_present", "expectation": "id IS NOT NULL", "action_if_failed": "drop"},
@@ -21,9 +23,13 @@ RULES = [
 ]
 SOURCE = "crash.orders"
 
+#: Three good rows; four bad ones an operator can fix one by one; one (NULL id) nobody fixes.
+GOOD_ROWS = [(1, 10.0), (2, 20.0), (3, 30.0)]
+BAD_ROWS = [(4, -1.0), (5, -2.0), (6, -3.0), (7, -4.0), (None, 5.0)]
+
 
 def main(warehouse: str, steps: list[str]) -> None:
-    spark = local_spark(warehouse=warehouse, app_name="crash-test")
+    spark = local_spark(warehouse=warehouse, app_name="crash-dlq")
 
     @with_quarantine(
         rules=RULES, target_table="tgt", quarantine={"dlq_table": "dlq", "source_table": SOURCE}, spark=spark
@@ -31,26 +37,37 @@ def main(warehouse: str, steps: list[str]) -> None:
     def pipeline() -> DataFrame:
         return spark.read.table("src")
 
-    for step in steps:
-        if step == "prepare":
-            spark.createDataFrame(
-                [(1, 10.0), (2, 20.0), (3, 30.0), (4, -1.0), (None, 5.0)], "id long, amount double"
-            ).write.format("delta").saveAsTable("src")
-            create_dlq_tables(spark, "dlq")
-            pipeline()
-            bad = [r["_dlq_sk"] for r in spark.read.table("dlq").collect() if "-1" in r["_row_data"].toJson()]
-            mark_fixed(spark, "dlq", SOURCE, {bad[0]: {"id": 4, "amount": 1.0}})
-        elif step == "run":
-            pipeline()
-        elif step == "dump":
-            target = sorted([r["id"], r["amount"]] for r in spark.read.table("tgt").collect())
-            inbox = sorted([r["_dlq_status"], r["_row_data"].toJson()] for r in spark.read.table("dlq").collect())
-            outbox = sorted(
-                r["_row_data"].toJson()
-                for r in spark.read.table("dlq_outbox").collect()
-                if not r["_dlq_sk"].startswith("spark_quarantine-run-")
-            )
-            print("DUMP " + json.dumps({"target": target, "inbox": inbox, "outbox": outbox}))
+    def prepare(_: str) -> None:
+        rows = GOOD_ROWS + BAD_ROWS
+        spark.createDataFrame(rows, "id long, amount double").write.format("delta").saveAsTable("src")
+        create_dlq_tables(spark, "dlq")
+
+    def run(_: str) -> None:
+        pipeline()
+
+    def fix(row_id: str) -> None:
+        key = next(
+            r["_dlq_sk"]
+            for r in spark.read.table("dlq").collect()
+            if json.loads(r["_row_data"].toJson()).get("id") == int(row_id)
+        )
+        mark_fixed(spark, "dlq", SOURCE, {key: {"id": int(row_id), "amount": float(row_id)}})
+
+    def dump(_: str) -> None:
+        def payload(json_text: str) -> list[object]:
+            row = json.loads(json_text)
+            return [row.get("id"), float(row["amount"])]
+
+        target = [[r["id"], r["amount"]] for r in spark.read.table("tgt").collect()]
+        inbox = [[r["_dlq_status"], *payload(r["_row_data"].toJson())] for r in spark.read.table("dlq").collect()]
+        outbox = [
+            payload(r["_row_data"].toJson())
+            for r in spark.read.table("dlq_outbox").collect()
+            if not r["_dlq_sk"].startswith("spark_quarantine-run-")  # the run ledger's own row
+        ]
+        print_dump({"target": sort_rows(target), "inbox": sort_rows(inbox), "outbox": sort_rows(outbox)})
+
+    perform(steps, {"prepare": prepare, "run": run, "fix": fix, "dump": dump})
 
 
 if __name__ == "__main__":

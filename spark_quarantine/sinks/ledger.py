@@ -1,0 +1,246 @@
+"""Exactly-once appends to an error table and a target across a crash and a rerun.
+
+The decorator's error-table mode appends the failing rows to the error table, then the kept
+rows to the target. A run killed between, or after, those appends and run again must write
+nothing twice. A :class:`RunLedger` makes that so without adding a Spark job to the run:
+
+* a quarantine action (an error table and a target) numbers its runs. The number of the last
+  completed run is a Delta ``SetTransaction`` mark (``<action>-done``) in the error table's log,
+  committed last by :meth:`RunLedger.complete`, in a commit of its own with two more marks that
+  bound the next run's search (``<action>-errors-from`` and ``<action>-target-from``: the
+  first versions of each table a later run can have written);
+* each append is tagged with the action and the run number in its commit's ``userMetadata``
+  (the commit that adds the rows also carries the tag, so a crash cannot separate them);
+* a run reads the marks from the error table's checksum file (no Spark job) and looks for its
+  own tags in the few commits made since the last completed run: an append already there is
+  not made again (the rows of a retried run are the rows of the killed run, so nothing is lost).
+
+Delta's own idempotent writes (``txnAppId`` / ``txnVersion``) are not used here: in open-source
+Delta each such write reconstructs the table state with Spark jobs, and a skipped append would
+not compute the rows, which the run's counts come from.
+
+Only one run of an action at a time: two runs of the same error table and target at once
+could take the same number, and one would skip the other's appends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from spark_quarantine.errors import TableWriteError
+from spark_quarantine.sinks.delta import table_exists
+
+__all__ = ["LedgerUnavailable", "RunLedger", "action_id"]
+
+_PREFIX = "spark_quarantine-run-"
+
+
+class LedgerUnavailable(Exception):
+    """The Delta log could not be read or written through the JVM (another Delta build)."""
+
+
+def action_id(error_table: str, target_table: str) -> str:
+    """Stable id of an error-table quarantine action: its marks' and tags' key."""
+    digest = hashlib.sha256(f"{error_table}|{target_table}".lower().encode()).hexdigest()
+    return f"{_PREFIX}{digest[:24]}"
+
+
+@dataclass(frozen=True)
+class _LogState:
+    """What a run needs of a Delta table's log: its latest version and this action's marks."""
+
+    version: int
+    marks: Mapping[str, int] = field(default_factory=dict)
+
+
+def _jvm(spark: SparkSession) -> Any:
+    jvm = spark._jvm  # the Delta log is only reachable through the JVM
+    if jvm is None:
+        raise LedgerUnavailable("no JVM gateway")
+    return jvm
+
+
+def _delta_log(spark: SparkSession, table: str) -> Any:
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forName(spark, table)._jdt.deltaLog()
+
+
+def _latest_snapshot(log: Any) -> Any:
+    # DeltaLog.update() with its default arguments: list the log, read the checksum, no Spark job.
+    return log.update(
+        getattr(log, "update$default$1")(), getattr(log, "update$default$2")(), getattr(log, "update$default$3")()
+    )
+
+
+def _state(spark: SparkSession, table: str, prefix: str | None = None) -> _LogState | None:
+    """The table's latest version and its ``SetTransaction`` marks starting with ``prefix`` (None: no table)."""
+    if not table_exists(spark, table):
+        return None
+    snapshot = _latest_snapshot(_delta_log(spark, table))
+    marks: dict[str, int] = {}
+    if prefix is None:
+        return _LogState(int(snapshot.version()), marks)
+    checksum = snapshot.checksumOpt()
+    known = checksum.get().setTransactions() if checksum.isDefined() else None
+    if known is not None and known.isDefined():
+        entries = known.get().iterator()
+        while entries.hasNext():
+            entry = entries.next()
+            app = str(entry.appId())
+            if app.startswith(prefix):
+                marks[app] = int(entry.version())
+    else:
+        # No checksum for the latest commit (a crash right after it, say): reconstruct the
+        # state, which costs Spark jobs, once.
+        pairs = snapshot.transactions().iterator()
+        while pairs.hasNext():
+            pair = pairs.next()
+            app = str(pair._1())
+            if app.startswith(prefix):
+                marks[app] = int(pair._2())
+    return _LogState(int(snapshot.version()), marks)
+
+
+def _tags(spark: SparkSession, table: str, start: int, end: int) -> list[str]:
+    """The ``userMetadata`` of the table's commits ``start..end`` (commit files read directly, no job)."""
+    if start > end:
+        return []
+    jvm = _jvm(spark)
+    log = _delta_log(spark, table)
+    history = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaHistoryManager$"), "MODULE$")
+    conf = log.newDeltaHadoopConf()
+    tags = []
+    for version in range(max(start, 0), end + 1):
+        path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(log.logPath(), version)
+        try:
+            info = history.getCommitInfoOpt(log.store(), path, conf)
+        except Exception:  # noqa: BLE001, S112 - a commit file removed by log cleanup holds no tag of a recent run
+            continue
+        if info.isDefined() and info.get().userMetadata().isDefined():
+            tags.append(str(info.get().userMetadata().get()))
+    return tags
+
+
+def _commit_marks(spark: SparkSession, table: str, marks: Any, note: str) -> None:
+    """One commit to ``table`` holding only ``SetTransaction`` marks (no data, no Spark job).
+
+    ``marks`` maps the transaction's read version to the marks to write.
+    """
+    jvm = _jvm(spark)
+    transaction = _delta_log(spark, table).startTransaction()
+    actions = jvm.java.util.ArrayList()
+    now = jvm.scala.Some(jvm.java.lang.Long.valueOf(int(time.time() * 1000)))
+    for app, version in marks(int(transaction.readVersion())).items():
+        actions.add(jvm.org.apache.spark.sql.delta.actions.SetTransaction(app, int(version), now))
+    write = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write$"), "MODULE$")
+    operation = write.apply(
+        jvm.org.apache.spark.sql.SaveMode.Append,
+        jvm.scala.Option.empty(),
+        jvm.scala.Option.empty(),
+        jvm.scala.Some(note),
+    )
+    transaction.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toList(), operation)
+
+
+@dataclass
+class RunLedger:
+    """One run of an error-table action: its number, and which of its appends are already done."""
+
+    spark: SparkSession
+    error_table: str
+    target_table: str
+    action: str
+    run: int
+    errors_written: bool
+    target_written: bool
+    target_start: int  # the target's next version when the run started
+
+    @classmethod
+    def open(cls, spark: SparkSession, error_table: str, target_table: str) -> RunLedger:
+        """Number this run and find what a killed run of the same number already appended.
+
+        Raises :class:`LedgerUnavailable` when the Delta log cannot be reached through the JVM.
+        """
+        action = action_id(error_table, target_table)
+        try:
+            return cls._open(spark, error_table, target_table, action)
+        except LedgerUnavailable:
+            raise
+        except Exception as exc:
+            if type(exc).__module__.startswith("py4j") or isinstance(exc, AttributeError):
+                raise LedgerUnavailable(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)) from exc
+            raise
+
+    @classmethod
+    def _open(cls, spark: SparkSession, error_table: str, target_table: str, action: str) -> RunLedger:
+        done, errors_from, target_from = f"{action}-done", f"{action}-errors-from", f"{action}-target-from"
+        errors = _state(spark, error_table, action)
+        target = _state(spark, target_table)
+        target_version = target.version if target is not None else -1
+        start = target_version + 1
+        if errors is None:  # the first run: nothing of this action exists yet
+            return cls(spark, error_table, target_table, action, 1, False, False, start)
+        if done not in errors.marks:
+            first = _tags(spark, error_table, 0, 0)
+            started = f"{action} run 1 errors target-from "
+            if first and first[0].startswith(started):
+                # A first run created the error table and died before completing: it is run 1 again.
+                since = int(first[0][len(started) :])
+                written = f"{action} run 1 target" in _tags(spark, target_table, since, target_version)
+                return cls(spark, error_table, target_table, action, 1, True, written, start)
+            # An error table made elsewhere: mark where this action starts before writing to it.
+            _commit_marks(
+                spark,
+                error_table,
+                lambda read: {done: 0, errors_from: read + 2, target_from: start},
+                f"{action} starts",
+            )
+            return cls(spark, error_table, target_table, action, 1, False, False, start)
+        ledger = cls(spark, error_table, target_table, action, errors.marks[done] + 1, False, False, start)
+        since_errors = errors.marks.get(errors_from, 0)
+        since_target = errors.marks.get(target_from, 0)
+        ledger.errors_written = ledger.tag("errors") in [
+            t.split(" target-from ")[0] for t in _tags(spark, error_table, since_errors, errors.version)
+        ]
+        ledger.target_written = ledger.tag("target") in _tags(spark, target_table, since_target, target_version)
+        return ledger
+
+    def tag(self, role: str) -> str:
+        """The ``userMetadata`` of this run's append to the ``errors`` or ``target`` table."""
+        return f"{self.action} run {self.run} {role}"
+
+    def append_options(self, role: str) -> dict[str, str]:
+        """Write options of this run's append (the tag travels in the same commit as the rows)."""
+        if role == "errors":  # a rerun after a first run died needs to know where to look in the target
+            return {"userMetadata": f"{self.tag('errors')} target-from {self.target_start}"}
+        return {"userMetadata": self.tag(role)}
+
+    def complete(self) -> None:
+        """Record this run as completed: the next run takes the next number."""
+        action = self.action
+        target = _state(self.spark, self.target_table)
+        target_version = target.version if target is not None else -1
+        try:
+            _commit_marks(
+                self.spark,
+                self.error_table,
+                lambda read: {
+                    f"{action}-done": self.run,
+                    f"{action}-errors-from": read + 2,
+                    f"{action}-target-from": target_version + 1,
+                },
+                f"{action} run {self.run} done",
+            )
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TableWriteError(
+                f"recording the completed run in the error table '{self.error_table}' failed: {first}",
+                table=self.error_table,
+            ) from exc

@@ -15,9 +15,11 @@ nothing twice. A :class:`RunLedger` makes that so without adding a Spark job to 
   own tags in the few commits made since the last completed run: an append already there is
   not made again (the rows of a retried run are the rows of the killed run, so nothing is lost).
 
-Delta's own idempotent writes (``txnAppId`` / ``txnVersion``) are not used here: in open-source
-Delta each such write reconstructs the table state with Spark jobs, and a skipped append would
-not compute the rows, which the run's counts come from.
+Delta's idempotent writes (``txnAppId`` / ``txnVersion``) do not replace the tags: in open-source
+Delta each such write to an existing table reconstructs its state with Spark jobs, and a skipped
+append would not compute the rows, which the run's counts come from. One is used where it costs
+nothing, on the append that creates the error table (Delta drops ``userMetadata`` there): its
+``<action>-first`` mark tells a rerun that the table is the killed first run's.
 
 Only one run of an action at a time: two runs of the same error table and target at once
 could take the same number, and one would skip the other's appends.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,7 +130,7 @@ def _tags(spark: SparkSession, table: str, start: int, end: int) -> list[str]:
     return tags
 
 
-def _commit_marks(spark: SparkSession, table: str, marks: Any, note: str) -> None:
+def _commit_marks(spark: SparkSession, table: str, marks: Callable[[int], Mapping[str, int]], note: str) -> None:
     """One commit to ``table`` holding only ``SetTransaction`` marks (no data, no Spark job).
 
     ``marks`` maps the transaction's read version to the marks to write.
@@ -149,6 +151,21 @@ def _commit_marks(spark: SparkSession, table: str, marks: Any, note: str) -> Non
     transaction.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toList(), operation)
 
 
+def _target_appended(spark: SparkSession, target: str, action: str, run: int, since: int) -> bool:
+    """Whether run ``run`` of ``action`` appended to ``target`` at version ``since`` or later."""
+    state = _state(spark, target)
+    if state is None:
+        return False
+    if f"{action} run {run} target" in _tags(spark, target, since, state.version):
+        return True
+    # The append that created the target carries no tag but a mark (see RunLedger.append_options);
+    # it counts only if the target did not exist yet when this run's window began.
+    if since > 0:
+        return False
+    marked = _state(spark, target, action)
+    return marked is not None and marked.marks.get(f"{action}-target") == run
+
+
 @dataclass
 class RunLedger:
     """One run of an error-table action: its number, and which of its appends are already done."""
@@ -161,6 +178,7 @@ class RunLedger:
     errors_written: bool
     target_written: bool
     target_start: int  # the target's next version when the run started
+    creates_error_table: bool = False  # the error table did not exist when the run started
 
     @classmethod
     def open(cls, spark: SparkSession, error_table: str, target_table: str) -> RunLedger:
@@ -183,18 +201,19 @@ class RunLedger:
         done, errors_from, target_from = f"{action}-done", f"{action}-errors-from", f"{action}-target-from"
         errors = _state(spark, error_table, action)
         target = _state(spark, target_table)
-        target_version = target.version if target is not None else -1
-        start = target_version + 1
-        if errors is None:  # the first run: nothing of this action exists yet
-            return cls(spark, error_table, target_table, action, 1, False, False, start)
+        start = (target.version if target is not None else -1) + 1
+
+        def ledger(run: int, errors_written: bool, since_target: int | None) -> RunLedger:
+            """``since_target``: the target version from which this run's append may be there (None: not looked for)."""
+            written = since_target is not None and _target_appended(spark, target_table, action, run, since_target)
+            return cls(spark, error_table, target_table, action, run, errors_written, written, start, errors is None)
+
+        if errors is None:  # the first run: its error-table append creates the table
+            return ledger(1, False, None)
         if done not in errors.marks:
-            first = _tags(spark, error_table, 0, 0)
-            started = f"{action} run 1 errors target-from "
-            if first and first[0].startswith(started):
-                # A first run created the error table and died before completing: it is run 1 again.
-                since = int(first[0][len(started) :])
-                written = f"{action} run 1 target" in _tags(spark, target_table, since, target_version)
-                return cls(spark, error_table, target_table, action, 1, True, written, start)
+            first = errors.marks.get(f"{action}-first")
+            if first is not None:  # a first run created the error table and died before completing
+                return ledger(1, True, first - 1)
             # An error table made elsewhere: mark where this action starts before writing to it.
             _commit_marks(
                 spark,
@@ -202,15 +221,10 @@ class RunLedger:
                 lambda read: {done: 0, errors_from: read + 2, target_from: start},
                 f"{action} starts",
             )
-            return cls(spark, error_table, target_table, action, 1, False, False, start)
-        ledger = cls(spark, error_table, target_table, action, errors.marks[done] + 1, False, False, start)
-        since_errors = errors.marks.get(errors_from, 0)
-        since_target = errors.marks.get(target_from, 0)
-        ledger.errors_written = ledger.tag("errors") in [
-            t.split(" target-from ")[0] for t in _tags(spark, error_table, since_errors, errors.version)
-        ]
-        ledger.target_written = ledger.tag("target") in _tags(spark, target_table, since_target, target_version)
-        return ledger
+            return ledger(1, False, None)
+        run = errors.marks[done] + 1
+        tags = _tags(spark, error_table, errors.marks.get(errors_from, 0), errors.version)
+        return ledger(run, f"{action} run {run} errors" in tags, errors.marks.get(target_from, 0))
 
     def tag(self, role: str) -> str:
         """The ``userMetadata`` of this run's append to the ``errors`` or ``target`` table."""
@@ -218,9 +232,16 @@ class RunLedger:
 
     def append_options(self, role: str) -> dict[str, str]:
         """Write options of this run's append (the tag travels in the same commit as the rows)."""
-        if role == "errors":  # a rerun after a first run died needs to know where to look in the target
-            return {"userMetadata": f"{self.tag('errors')} target-from {self.target_start}"}
-        return {"userMetadata": self.tag(role)}
+        options = {"userMetadata": self.tag(role)}
+        # Delta drops userMetadata when a write creates the table, but keeps a SetTransaction (and
+        # checking one costs nothing on a new table):
+        if role == "errors" and self.creates_error_table:
+            # ``<action>-first``: the table is this action's first run's; its version is the
+            # target's next version then, plus one (where a rerun looks for the target append).
+            options.update({"txnAppId": f"{self.action}-first", "txnVersion": str(self.target_start + 1)})
+        if role == "target" and self.target_start == 0:
+            options.update({"txnAppId": f"{self.action}-target", "txnVersion": str(self.run)})
+        return options
 
     def complete(self) -> None:
         """Record this run as completed: the next run takes the next number."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from spark_quarantine import local_spark
+from tests.alerts.helpers import RecordingServer
 
 _counter = itertools.count()
 
@@ -57,3 +58,18 @@ def count_jobs(spark: SparkSession) -> Iterator[JobCount]:
 
 def cache_is_empty(spark: SparkSession) -> bool:
     return bool(spark._jsparkSession.sharedState().cacheManager().isEmpty())  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[[], RecordingServer]]:
+    """Start as many recording HTTP servers as a test needs; all stop at teardown."""
+    servers: list[RecordingServer] = []
+
+    def make() -> RecordingServer:
+        server = RecordingServer()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.close()

@@ -12,21 +12,6 @@ from tests.alerts.helpers import RecordingServer, SmtpServer
 
 
 @pytest.fixture
-def make_server() -> Iterator[Callable[[], RecordingServer]]:
-    """Start as many recording HTTP servers as a test needs; all stop at teardown."""
-    servers: list[RecordingServer] = []
-
-    def make() -> RecordingServer:
-        server = RecordingServer()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.close()
-
-
-@pytest.fixture
 def server(make_server: Callable[[], RecordingServer]) -> RecordingServer:
     return make_server()
 

@@ -17,7 +17,7 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -1050,20 +1050,6 @@ class TestUserConf:
 
 
 # ---------------------------------------------------------------------------------------- notifiers
-
-
-@pytest.fixture
-def make_server() -> Iterator[Callable[[], RecordingServer]]:
-    servers: list[RecordingServer] = []
-
-    def make() -> RecordingServer:
-        server = RecordingServer()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.close()
 
 
 def _alerting(endpoint: dict[str, Any], *, fail_on_error: bool) -> dict[str, Any]:

@@ -306,7 +306,7 @@ class Flagged:
     columns: tuple[str, ...]
     rules: tuple[Rule, ...]
     flags: tuple[str, ...]
-    #: Whole-dataset aggregate rules: (rule, metric column of the aggregate), judged after the pass.
+    #: Whole-dataset aggregate rules: (rule, aggregate condition, TRUE = the dataset passes), judged after the pass.
     dataset_metrics: tuple[tuple[Rule, Column], ...] = ()
 
     def kept(self, frame: DataFrame | None = None) -> DataFrame:
@@ -454,7 +454,7 @@ def _dataset_flag(
     if check.group_by:
         windowed = value.over(Window.partitionBy(*[col(g) for g in check.group_by]))
         return df, ~F.coalesce(_compare(windowed, check), F.lit(False)), None
-    return df, F.lit(False), value
+    return df, F.lit(False), _compare(value, check)
 
 
 def _all_not_null(columns: list[Column]) -> Column:
@@ -479,7 +479,7 @@ def _any(columns: list[Column]) -> Column:
 
 def metric_columns(flagged: Flagged) -> list[Column]:
     """Aggregates for input rows, dropped rows, error rows and each rule's failures."""
-    return list(_memo(("metrics", flagged.flags), lambda: _metric_columns(flagged)))
+    return list(_memo(("metrics", _rules_key(flagged.rules), flagged.flags), lambda: _metric_columns(flagged)))
 
 
 def _metric_columns(flagged: Flagged) -> list[Column]:
@@ -491,6 +491,8 @@ def _metric_columns(flagged: Flagged) -> list[Column]:
     metrics += [
         F.coalesce(F.sum(F.col(flag).cast("long")), F.lit(0)).alias(f"rule_{i}") for i, flag in enumerate(flagged.flags)
     ]
+    # Whole-dataset aggregate rules: TRUE when the dataset passes (judged in counts_from_metrics).
+    metrics += [passed.alias(f"dataset_{i}") for i, (_, passed) in enumerate(flagged.dataset_metrics)]
     return metrics
 
 

@@ -128,6 +128,18 @@ class TestAggregates:
         assert len(kept) == 6
         assert result.rule_failures == {"six": 6, "five": 6}  # count(id) ignores NULL ids: 4
 
+    def test_a_passing_whole_dataset_rule_reports_no_failures(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        """count(id) >= 4 (NULL ids do not count) and sum(amount) = 210 hold: nothing fails, nothing raises."""
+        rules = [
+            check("is_aggr_not_less_than", action="fail", name="enough_rows", column="id", limit=4),
+            check("is_aggr_equal", action="ignore", name="total", column="amount", limit=210, aggr_type="sum"),
+        ]
+        result, kept, errors = run(spark, table, orders, rules)
+        assert len(kept) == 6 and errors == {}
+        assert result.rule_failures == {"enough_rows": 0, "total": 0}
+
     def test_a_whole_dataset_rule_cannot_drop(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
         """SQ-R019 before any job."""
         with pytest.raises(RuleValidationError) as info:

@@ -180,7 +180,9 @@ def summary(results: Path) -> str:
 
 def write_summary(results: Path) -> str:
     table = summary(results)
-    (results / "README.md").write_text("# Benchmark results\n\nWritten by `make bench`.\n\n" + table)
+    notes = results.parent / "NOTES.md"  # hand-written: how the numbers were taken, where targets are missed
+    extra = "\n" + notes.read_text() if notes.exists() else ""
+    (results / "README.md").write_text("# Benchmark results\n\nWritten by `make bench`.\n\n" + table + extra)
     readme = README.read_text()
     linked = table.replace("](", "](benchmarks/results/")
     if START in readme and END in readme:

@@ -154,17 +154,18 @@ def with_quarantine(
             if write_to_table and target_table:
                 table = target_table
 
-                def write_target(frame: DataFrame) -> None:
+                def write_target(frame: DataFrame) -> int | None:
                     if not ledgers:
                         append(frame, table, role="target table")
                     elif not ledgers[0].target_written:
                         append(frame, table, role="target table", options=ledgers[0].append_options("target"))
                     boundary("after_target")
+                    return ledgers[0].target_rows() if ledgers else None
 
             if errors_to is not None:
                 errors_table = errors_to
 
-                def write_errors(frame: DataFrame) -> None:
+                def write_errors(frame: DataFrame) -> int | None:
                     boundary("before_errors")
                     if not ledgers:
                         append(frame, errors_table, role="error table")
@@ -173,6 +174,7 @@ def with_quarantine(
                     else:  # a killed run appended them: compute the rows all the same, the counts come from here
                         frame.write.format("noop").mode("overwrite").save()
                     boundary("after_errors")
+                    return None
 
             def precheck(flagged: Flagged, session: SparkSession) -> None:
                 if errors_to is not None:
@@ -203,6 +205,7 @@ def with_quarantine(
                     write_target=write_target,
                     write_errors=write_errors,
                     precheck=precheck,
+                    target_reports_rows=True,
                     failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
                 )
             except QuarantineFailure:

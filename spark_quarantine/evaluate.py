@@ -30,7 +30,9 @@ __all__ = [
     "Flagged",
     "check_rules_against",
     "failed_rule_maps",
+    "failure_metric_columns",
     "flag_rows",
+    "input_metric_columns",
     "observed_counts",
     "quote",
 ]
@@ -478,21 +480,46 @@ def _any(columns: list[Column]) -> Column:
 
 
 def metric_columns(flagged: Flagged) -> list[Column]:
-    """Aggregates for input rows, dropped rows, error rows and each rule's failures."""
-    return list(_memo(("metrics", _rules_key(flagged.rules), flagged.flags), lambda: _metric_columns(flagged)))
+    """Aggregates for input rows, dropped rows, error rows and each rule's failures (over all rows)."""
+    return [*input_metric_columns(flagged), *failure_metric_columns(flagged, over_failing_rows=False)]
 
 
-def _metric_columns(flagged: Flagged) -> list[Column]:
+def input_metric_columns(flagged: Flagged) -> list[Column]:
+    """Aggregates that need every input row: the row count and the whole-dataset aggregate rules."""
+    key = ("input_metrics", _rules_key(flagged.rules), flagged.flags)
+    return list(_memo(key, lambda: _input_metric_columns(flagged)))
+
+
+def _input_metric_columns(flagged: Flagged) -> list[Column]:
+    # Whole-dataset aggregate rules: TRUE when the dataset passes (judged in counts_from_metrics).
+    passed = [condition.alias(f"dataset_{i}") for i, (_, condition) in enumerate(flagged.dataset_metrics)]
+    return [F.count(F.lit(1)).alias("input_rows"), *passed]
+
+
+def failure_metric_columns(flagged: Flagged, *, over_failing_rows: bool = True) -> list[Column]:
+    """Aggregates of dropped rows, error rows and each rule's failures.
+
+    With ``over_failing_rows`` they are meant for the rows that failed a rule only (the error
+    write's filtered rows), which is where every one of these counts comes from: a clean row
+    adds nothing to any of them.
+    """
+    return list(
+        _memo(
+            ("failure_metrics", flagged.flags, over_failing_rows),
+            lambda: _failure_metric_columns(flagged, over_failing_rows),
+        )
+    )
+
+
+def _failure_metric_columns(flagged: Flagged, over_failing_rows: bool) -> list[Column]:
+    errors = F.count(F.lit(1)) if over_failing_rows else F.coalesce(F.sum(F.col(ANY_FLAG).cast("long")), F.lit(0))
     metrics = [
-        F.count(F.lit(1)).alias("input_rows"),
         F.coalesce(F.sum(F.col(DROP_FLAG).cast("long")), F.lit(0)).alias("dropped_rows"),
-        F.coalesce(F.sum(F.col(ANY_FLAG).cast("long")), F.lit(0)).alias("error_rows"),
+        errors.alias("error_rows"),
     ]
     metrics += [
         F.coalesce(F.sum(F.col(flag).cast("long")), F.lit(0)).alias(f"rule_{i}") for i, flag in enumerate(flagged.flags)
     ]
-    # Whole-dataset aggregate rules: TRUE when the dataset passes (judged in counts_from_metrics).
-    metrics += [passed.alias(f"dataset_{i}") for i, (_, passed) in enumerate(flagged.dataset_metrics)]
     return metrics
 
 

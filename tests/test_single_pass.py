@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from spark_quarantine import with_quarantine
+from spark_quarantine import QuarantineFailure, with_quarantine
 from spark_quarantine.reuse import is_stable_scan
+from spark_quarantine.runner import MANY_RULES
 from tests.conftest import cache_is_empty, count_jobs
 
 RULES = [
@@ -165,3 +168,52 @@ class TestComputedOnce:
 
             pipeline()
             assert (calls.value == 50) is computed_once, (mode, calls.value)
+
+
+class TestCounts:
+    """The input's row count comes from the target's Delta commit; every other count from the failing rows."""
+
+    @staticmethod
+    def run(spark: SparkSession, table: str, rules: list[dict[str, str]], rows: int = 200) -> Any:
+        @with_quarantine(rules=rules, target_table=table, write_to_table=True)
+        def pipeline() -> DataFrame:
+            return spark.range(rows)
+
+        pipeline()
+        return pipeline.last_run
+
+    def test_counts_are_exact_on_a_new_and_on_an_existing_target(self, spark: SparkSession, table: str) -> None:
+        """The first call creates the target (an untagged commit), the second appends to it (a tagged one)."""
+        for _ in range(2):
+            run = self.run(spark, table, RULES)
+            assert (run.input_rows, run.output_rows, run.dropped_rows, run.error_rows) == (200, 100, 100, 125)
+            assert run.rule_failures == {"even": 100, "small": 50}
+
+    def test_without_delta_commit_metrics_the_run_counts_the_kept_rows_itself(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """spark.databricks.delta.history.metricsEnabled=false leaves the commit without numOutputRows."""
+        spark.conf.set("spark.databricks.delta.history.metricsEnabled", "false")
+        try:
+            run = self.run(spark, table, RULES)
+        finally:
+            spark.conf.unset("spark.databricks.delta.history.metricsEnabled")
+        assert (run.input_rows, run.output_rows, run.dropped_rows) == (200, 100, 100)
+
+    def test_a_failing_fail_rule_still_reports_the_input_rows(self, spark: SparkSession, table: str) -> None:
+        rules = [*RULES, {"name": "tiny", "expectation": "id < 10", "action_if_failed": "fail"}]
+        with pytest.raises(QuarantineFailure) as info:
+            self.run(spark, table, rules)
+        assert info.value.result.input_rows == 200
+        assert info.value.failed_rules == {"tiny": 190}
+        assert not spark.catalog.tableExists(table)
+
+    def test_many_rules_count_every_row_below_the_error_filter(self, spark: SparkSession, table: str) -> None:
+        """Above MANY_RULES rules the run keeps Spark from inlining every rule into one filter."""
+        rules = [
+            {"name": f"below_{i}", "expectation": f"id < {150 + i}", "action_if_failed": "drop"} for i in range(50)
+        ]
+        assert len(rules) > MANY_RULES
+        run = self.run(spark, table, rules)
+        assert (run.input_rows, run.output_rows, run.error_rows) == (200, 150, 50)
+        assert run.rule_failures["below_0"] == 50 and run.rule_failures["below_49"] == 1

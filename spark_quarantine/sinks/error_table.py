@@ -17,10 +17,20 @@ META_COLUMNS = ("meta_dq_run_id", "meta_dq_run_date", "meta_dq_run_datetime", "m
 
 
 def error_rows(
-    flagged: Flagged, frame: DataFrame, *, run_id: str, run_at: datetime, coerce_to_drop: bool = False
+    flagged: Flagged,
+    frame: DataFrame,
+    *,
+    run_id: str,
+    run_at: datetime,
+    coerce_to_drop: bool = False,
+    failing_only: bool = False,
 ) -> DataFrame:
-    """Failing rows of ``frame`` (flagged) as error-table rows: input columns, then the meta columns."""
-    failed = flagged.failed(frame)
+    """Failing rows of ``frame`` (flagged) as error-table rows: input columns, then the meta columns.
+
+    ``failing_only``: ``frame`` holds failing rows only already (filtering it again on the same
+    flags would send Spark's constraint inference into exponential work).
+    """
+    failed = frame if failing_only else flagged.failed(frame)
     return failed.select(
         *[col(name) for name in flagged.columns],
         F.lit(run_id).alias("meta_dq_run_id"),

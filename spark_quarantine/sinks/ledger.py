@@ -110,24 +110,43 @@ def _state(spark: SparkSession, table: str, prefix: str | None = None) -> _LogSt
     return _LogState(int(snapshot.version()), marks)
 
 
-def _tags(spark: SparkSession, table: str, start: int, end: int) -> list[str]:
-    """The ``userMetadata`` of the table's commits ``start..end`` (commit files read directly, no job)."""
+def _commit_infos(spark: SparkSession, table: str, start: int, end: int) -> list[tuple[int, Any]]:
+    """(version, Delta ``CommitInfo``) of the table's commits ``start..end`` (commit files read directly, no job)."""
     if start > end:
         return []
     jvm = _jvm(spark)
     log = _delta_log(spark, table)
     history = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaHistoryManager$"), "MODULE$")
     conf = log.newDeltaHadoopConf()
-    tags = []
+    infos = []
     for version in range(max(start, 0), end + 1):
         path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(log.logPath(), version)
         try:
             info = history.getCommitInfoOpt(log.store(), path, conf)
         except Exception:  # noqa: BLE001, S112 - a commit file removed by log cleanup holds no tag of a recent run
             continue
-        if info.isDefined() and info.get().userMetadata().isDefined():
-            tags.append(str(info.get().userMetadata().get()))
-    return tags
+        if info.isDefined():
+            infos.append((version, info.get()))
+    return infos
+
+
+def _user_metadata(info: Any) -> str | None:
+    metadata = info.userMetadata()
+    return str(metadata.get()) if metadata.isDefined() else None
+
+
+def _tags(spark: SparkSession, table: str, start: int, end: int) -> list[str]:
+    """The ``userMetadata`` of the table's commits ``start..end``."""
+    return [tag for _, info in _commit_infos(spark, table, start, end) if (tag := _user_metadata(info)) is not None]
+
+
+def _output_rows(info: Any) -> int | None:
+    """The ``numOutputRows`` operation metric of a commit (None when Delta recorded no metrics)."""
+    metrics = info.operationMetrics()
+    if not metrics.isDefined():
+        return None
+    value = metrics.get().get("numOutputRows")
+    return int(str(value.get())) if value.isDefined() else None
 
 
 def _commit_marks(spark: SparkSession, table: str, marks: Callable[[int], Mapping[str, int]], note: str) -> None:
@@ -242,6 +261,24 @@ class RunLedger:
         if role == "target" and self.target_start == 0:
             options.update({"txnAppId": f"{self.action}-target", "txnVersion": str(self.run)})
         return options
+
+    def target_rows(self) -> int | None:
+        """Rows this run's target append wrote, from its commit's metrics (None: not found).
+
+        Reads the commit files since the run began (no Spark job). The append that created the
+        target carries no tag (see :meth:`append_options`): it is version 0.
+        """
+        state = _state(self.spark, self.target_table)
+        if state is None:
+            return None
+        tag = self.tag("target")
+        infos = _commit_infos(self.spark, self.target_table, self.target_start, state.version)
+        for version, info in reversed(infos):
+            if _user_metadata(info) == tag or (
+                version == 0 and self.target_start == 0 and _user_metadata(info) is None
+            ):
+                return _output_rows(info)
+        return None
 
     def complete(self) -> None:
         """Record this run as completed: the next run takes the next number."""

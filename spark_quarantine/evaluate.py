@@ -549,13 +549,14 @@ def failed_rule_structs(flagged: Flagged) -> Column:
 
 
 def _failed_rule_structs(flagged: Flagged) -> Column:
+    none = F.array().cast("array<struct<name:string,rule:string>>")
     entries = [
-        F.when(F.col(flag), F.struct(F.lit(rule.name).alias("name"), F.lit(rule.expectation).alias("rule")))
+        F.when(
+            F.col(flag), F.array(F.struct(F.lit(rule.name).alias("name"), F.lit(rule.expectation).alias("rule")))
+        ).otherwise(none)
         for rule, flag in zip(flagged.rules, flagged.flags, strict=True)
     ]
-    if not entries:
-        return F.array().cast("array<struct<name:string,rule:string>>")
-    return F.array_compact(F.array(*entries))
+    return F.concat(*entries) if entries else none  # see _failed_rule_maps
 
 
 def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Column:
@@ -565,6 +566,7 @@ def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Colum
 
 
 def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
+    none = F.array().cast("array<map<string,string>>")
     entries = []
     for rule, flag in zip(flagged.rules, flagged.flags, strict=True):
         action = Action.DROP if coerce_to_drop else rule.action_if_failed
@@ -582,7 +584,7 @@ def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
             pairs += [F.lit(key), F.lit(value)]
         if rule.message:
             pairs += [F.lit("message"), F.coalesce(F.expr(rule.message), F.lit(rule.expectation))]
-        entries.append(F.when(F.col(flag), F.create_map(*pairs)))
-    if not entries:
-        return F.array().cast("array<map<string,string>>")
-    return F.array_compact(F.array(*entries))
+        entries.append(F.when(F.col(flag), F.array(F.create_map(*pairs))).otherwise(none))
+    # concat of one-or-no-element arrays, not array_compact: that one is a higher-order function,
+    # which Spark interprets row by row instead of compiling.
+    return F.concat(*entries) if entries else none

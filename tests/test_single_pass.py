@@ -1,4 +1,4 @@
-"""Single pass: one projection, counts from observe, and the input computed once when it must be."""
+"""Single pass: one projection, no counting job, and the input computed once when it must be."""
 
 from __future__ import annotations
 

@@ -8,14 +8,12 @@ and outbox) and ``kill:<point>`` (see ``crash_steps``).
 
 from __future__ import annotations
 
-import json
 import sys
 
 from pyspark.sql import DataFrame
 
 from spark_quarantine import create_dlq_tables, local_spark, with_quarantine
-from spark_quarantine.dlq import mark_fixed
-from tests.reliability.crash_steps import perform, print_dump, sort_rows
+from tests.reliability.crash_steps import dump_dlq, fix_dlq_row, perform
 
 RULES = [
     {"name": "id_present", "expectation": "id IS NOT NULL", "action_if_failed": "drop"},
@@ -46,26 +44,10 @@ def main(warehouse: str, steps: list[str]) -> None:
         pipeline()
 
     def fix(row_id: str) -> None:
-        key = next(
-            r["_dlq_sk"]
-            for r in spark.read.table("dlq").collect()
-            if json.loads(r["_row_data"].toJson()).get("id") == int(row_id)
-        )
-        mark_fixed(spark, "dlq", SOURCE, {key: {"id": int(row_id), "amount": float(row_id)}})
+        fix_dlq_row(spark, SOURCE, row_id)
 
     def dump(_: str) -> None:
-        def payload(json_text: str) -> list[object]:
-            row = json.loads(json_text)
-            return [row.get("id"), float(row["amount"])]
-
-        target = [[r["id"], r["amount"]] for r in spark.read.table("tgt").collect()]
-        inbox = [[r["_dlq_status"], *payload(r["_row_data"].toJson())] for r in spark.read.table("dlq").collect()]
-        outbox = [
-            payload(r["_row_data"].toJson())
-            for r in spark.read.table("dlq_outbox").collect()
-            if not r["_dlq_sk"].startswith("spark_quarantine-run-")  # the run ledger's own row
-        ]
-        print_dump({"target": sort_rows(target), "inbox": sort_rows(inbox), "outbox": sort_rows(outbox)})
+        dump_dlq(spark)
 
     perform(steps, {"prepare": prepare, "run": run, "fix": fix, "dump": dump})
 

@@ -15,6 +15,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from spark_quarantine.dlq import mark_fixed
+
 KILL_VARIABLE = "SPARK_QUARANTINE_KILL_AT"
 
 
@@ -36,3 +40,30 @@ def perform(steps: Sequence[str], actions: Mapping[str, Callable[[str], None]]) 
 def sort_rows(rows: list[Any]) -> list[Any]:
     """Rows (lists with NULLs) in a stable order: by their JSON text."""
     return sorted(rows, key=lambda row: json.dumps(row))
+
+
+def fix_dlq_row(spark: SparkSession, source: str, row_id: str) -> None:
+    """Mark the inbox row of ``id = row_id`` fixed, with ``amount = row_id``."""
+    key = next(
+        r["_dlq_sk"]
+        for r in spark.read.table("dlq").collect()
+        if json.loads(r["_row_data"].toJson()).get("id") == int(row_id)
+    )
+    mark_fixed(spark, "dlq", source, {key: {"id": int(row_id), "amount": float(row_id)}})
+
+
+def dump_dlq(spark: SparkSession) -> None:
+    """Print the target, the inbox (status and payload) and the outbox payloads as one DUMP line."""
+
+    def payload(json_text: str) -> list[object]:
+        row = json.loads(json_text)
+        return [row.get("id"), float(row["amount"])]
+
+    target = [[r["id"], r["amount"]] for r in spark.read.table("tgt").collect()]
+    inbox = [[r["_dlq_status"], *payload(r["_row_data"].toJson())] for r in spark.read.table("dlq").collect()]
+    outbox = [
+        payload(r["_row_data"].toJson())
+        for r in spark.read.table("dlq_outbox").collect()
+        if not r["_dlq_sk"].startswith("spark_quarantine-run-")  # the run ledger's own rows
+    ]
+    print_dump({"target": sort_rows(target), "inbox": sort_rows(inbox), "outbox": sort_rows(outbox)})

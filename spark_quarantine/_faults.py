@@ -1,7 +1,9 @@
 """Crash points for the fault-injection tests: the process kills itself at a named write boundary.
 
 Set ``SPARK_QUARANTINE_KILL_AT`` to a boundary name (``after_inbox``, ``after_target``, ...)
-and the run SIGKILLs its own process there, as a machine failure would. A name may be scoped,
+and the run SIGKILLs its own process there, as a machine failure would. The boundaries are
+before and after every commit the library makes: the Delta writer and the MERGE runner are
+the only callers of :func:`seam`, so orchestration code holds no fault points. A name may be scoped,
 ``stream-main:after_target`` or ``stream-recycle:after_outbox``, to die only inside the
 micro-batches of one of the streaming DLQ mode's two queries. Unset (always, outside those
 tests) it does nothing.
@@ -15,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["boundary", "fault_scope"]
+__all__ = ["boundary", "fault_scope", "seam"]
 
 _VARIABLE = "SPARK_QUARANTINE_KILL_AT"
 _scope: ContextVar[str | None] = ContextVar("spark_quarantine_fault_scope", default=None)
@@ -39,3 +41,13 @@ def boundary(name: str) -> None:
     scope = _scope.get()
     if wanted == name or (scope is not None and wanted == f"{scope}:{name}"):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextmanager
+def seam(point: str | None) -> Iterator[None]:
+    """Around one commit (the writers' only fault seam): ``before_<point>`` and ``after_<point>``."""
+    if point is not None:
+        boundary(f"before_{point}")
+    yield
+    if point is not None:
+        boundary(f"after_{point}")

@@ -8,7 +8,6 @@ from typing import Any, Protocol, TypeVar, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_quarantine._faults import boundary
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings, parse_user_conf
 from spark_quarantine.dlq_mode import (
@@ -19,15 +18,15 @@ from spark_quarantine.dlq_mode import (
     run_dlq,
     start_dlq_stream,
 )
-from spark_quarantine.errors import ConfigError, QuarantineFailure
+from spark_quarantine.errors import ConfigError
 from spark_quarantine.evaluate import Flagged
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
+from spark_quarantine.run.protocol import Attempt, Part, action_key, fingerprint, open_run
 from spark_quarantine.runner import RunOutcome, Writer, run_checks
-from spark_quarantine.sinks.delta import append, check_appendable, suffixed, table_name_problem
+from spark_quarantine.sinks.delta import append, check_appendable, suffixed, table_exists, table_name_problem
 from spark_quarantine.sinks.dlq import check_dlq_tables
 from spark_quarantine.sinks.error_table import error_table_schema
-from spark_quarantine.sinks.ledger import LedgerUnavailable, RunLedger
 
 __all__ = ["QuarantinedFunction", "with_quarantine"]
 
@@ -120,7 +119,9 @@ def with_quarantine(
 
     def decorate(func: Callable[..., DataFrame]) -> QuarantinedFunction:
         if dlq is not None:
-            register_action(dlq, f"{func.__module__}.{func.__qualname__}")
+            # The owner names the function and its target: two pipelines made by one factory
+            # function share a __qualname__, and must not share a DLQ source_table either.
+            register_action(dlq, f"{func.__module__}.{func.__qualname__} -> {target_table}")
 
         def keep(result: RunResult) -> None:
             cast(QuarantinedFunction, wrapper).last_run = result
@@ -148,52 +149,75 @@ def with_quarantine(
         def table_call(df: Any) -> RunOutcome:
             write_target: Writer | None = None
             write_errors: Writer | None = None
-            # With both tables written here, a run is exactly-once across a crash and a rerun:
-            # the ledger (opened after the schema checks) says what a killed run already appended.
-            ledgers: list[RunLedger] = []
-            if write_to_table and target_table:
-                table = target_table
+            # Every run is recorded by the run protocol in the written tables' own Delta logs:
+            # a rerun after a crash writes only what the killed attempt did not (see docs/tables.md).
+            attempts: list[Attempt] = []
+            target = target_table if write_to_table and target_table else None
+            if target is not None:
+                table = target
 
                 def write_target(frame: DataFrame) -> int | None:
-                    if not ledgers:
+                    created = not table_exists(frame.sparkSession, table)
+                    if not attempts:
                         append(frame, table, role="target table")
-                    elif not ledgers[0].target_written:
-                        append(frame, table, role="target table", options=ledgers[0].append_options("target"))
-                    boundary("after_target")
-                    return ledgers[0].target_rows() if ledgers else None
+                        return None
+                    attempt = attempts[0]
+                    if not attempt.is_done("target"):
+                        if created:
+                            attempt.created.add("target")
+                        append(frame, table, role="target table", options=attempt.options("target"))
+                    return attempt.output_rows("target")
 
             if errors_to is not None:
                 errors_table = errors_to
 
                 def write_errors(frame: DataFrame) -> int | None:
-                    boundary("before_errors")
-                    if not ledgers:
-                        append(frame, errors_table, role="error table")
-                    elif not ledgers[0].errors_written:
-                        append(frame, errors_table, role="error table", options=ledgers[0].append_options("errors"))
-                    else:  # a killed run appended them: compute the rows all the same, the counts come from here
+                    if attempts and attempts[0].is_done("errors"):
+                        # An earlier attempt appended them: compute the rows all the same, the counts come from here.
                         frame.write.format("noop").mode("overwrite").save()
-                    boundary("after_errors")
+                    else:
+                        append(
+                            frame,
+                            errors_table,
+                            role="error table",
+                            options=attempts[0].options("errors") if attempts else None,
+                        )
                     return None
 
-            def precheck(flagged: Flagged, session: SparkSession) -> None:
+            def precheck(flagged: Flagged, session: SparkSession) -> str | None:
                 if errors_to is not None:
                     check_appendable(session, errors_to, error_table_schema(df.schema), role="error table")
-                if write_to_table and target_table:
-                    check_appendable(session, target_table, df.schema, role="target table")
-                if errors_to is not None and write_to_table and target_table:
-                    try:
-                        ledgers.append(RunLedger.open(session, errors_to, target_table))
-                    except LedgerUnavailable as exc:
-                        get_logger(target_table=target_table, product_id=product_id).warning(
-                            "exactly_once_unavailable",
-                            message="the Delta log could not be read: plain appends, a rerun after a crash may "
-                            "append rows twice",
-                            error=str(exc),
-                        )
+                if target is not None:
+                    check_appendable(session, target, df.schema, role="target table")
+                parts = ([Part("errors", errors_to)] if errors_to is not None else []) + (
+                    [Part("target", target)] if target is not None else []
+                )
+                if errors_to is None:
+                    # One append and nothing else: atomic by itself, and a claim would have to
+                    # create the target before a fail rule is known (see docs/tables.md).
+                    return None
+                anchor = parts[0].table
+                schema = error_table_schema(df.schema) if errors_to is not None else df.schema
+                attempt = open_run(
+                    session,
+                    action=action_key("error-table", *[p.table for p in parts]),
+                    anchor=anchor,
+                    parts=parts,
+                    input_fingerprint=fingerprint(df),
+                    create_anchor=lambda: append(
+                        session.createDataFrame([], schema), anchor, role=f"{parts[0].role} table"
+                    ),
+                    describe=f"the quarantine of '{func.__qualname__}'",
+                )
+                attempts.append(attempt)
+                return attempt.run_id
+
+            def recorded(passed: bool) -> None:
+                if attempts:
+                    attempts[0].finish(final_written=passed or target is None)
 
             try:
-                outcome = run_checks(
+                return run_checks(
                     df,
                     rule_set,
                     settings=settings,
@@ -207,22 +231,12 @@ def with_quarantine(
                     precheck=precheck,
                     target_reports_rows=True,
                     failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
+                    stats_options=(lambda: attempts[0].options("stats")) if stats_table else None,
+                    on_recorded=recorded,
                 )
-            except QuarantineFailure:
-                try:
-                    complete(ledgers)  # a fail rule ends the run: its error rows are written, the next run is new
-                except Exception as exc:  # noqa: BLE001 - the rule failure is what the caller must see
-                    get_logger(target_table=target_table, product_id=product_id).error(
-                        "run_mark_failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    )
-                raise
-            complete(ledgers)
-            return outcome
-
-        def complete(ledgers: list[RunLedger]) -> None:
-            if ledgers:
-                ledgers[0].complete()
-                boundary("after_mark")
+            finally:
+                if attempts:
+                    attempts[0].release()
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

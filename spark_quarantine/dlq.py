@@ -62,8 +62,10 @@ from spark_quarantine.errors import InvalidParameterError
 from spark_quarantine.evaluate import FLAG_PREFIX
 from spark_quarantine.sinks.dlq import (
     FIXED,
+    RECYCLED,
     RESCUED_DATA,
     encode_payload,
+    outbox_name,
     quote_table,
     run_with_retries,
 )
@@ -362,7 +364,8 @@ def mark_fixed(
     Accepted fixes are written with one MERGE (a matched UPDATE of ``_dlq_status``,
     ``_row_data`` and ``_dlq_rescued_data``), which the change data feed records as
     ``update_postimage`` like the SQL ``UPDATE`` of the reference. Returns a
-    :class:`FixReport`; rejected reasons start with ``SQ-D003``. Mark rows fixed while
+    :class:`FixReport`; rejected reasons start with ``SQ-D003`` (``SQ-D005`` for a row that
+    was already recycled: it is never fixed twice). Mark rows fixed while
     the pipeline is idle.
     """
     from delta.tables import DeltaTable
@@ -376,9 +379,20 @@ def mark_fixed(
         (F.col("_dlq_source_table") == F.lit(source_table)) & F.col("_dlq_sk").isin(keys)
     )
     stats = inbox.agg(
-        F.collect_set("_dlq_sk").alias("keys"), F.schema_of_variant_agg("_row_data").alias("schema")
+        F.collect_set("_dlq_sk").alias("keys"),
+        F.collect_set(F.when(F.col("_dlq_status") == F.lit(RECYCLED), F.col("_dlq_sk"))).alias("recycled"),
+        F.schema_of_variant_agg("_row_data").alias("schema"),
     ).first()
     found = set(stats["keys"]) if stats is not None and stats["keys"] else set()
+    # A recycled row is in the target already: fixing it again would recycle it twice.
+    recycled = set(stats["recycled"] or ()) if stats is not None else set()
+    recycled |= {
+        r["_dlq_sk"]
+        for r in spark.read.table(quote_table(outbox_name(dlq_table)))
+        .filter((F.col("_dlq_source_table") == F.lit(source_table)) & F.col("_dlq_sk").isin(list(found)))
+        .select("_dlq_sk")
+        .collect()
+    }
     not_found = tuple(k for k in keys if k not in found)
     if not found:
         return FixReport(not_found=not_found)
@@ -388,6 +402,12 @@ def mark_fixed(
     for sk, fix in fixes.items():
         sk = str(sk)
         if sk not in found:
+            continue
+        if sk in recycled:
+            rejected[sk] = (
+                "SQ-D005: this row was already recycled into the target; fixing it again would write it twice. "
+                "A new failing occurrence of the same data gets a new key in the DLQ"
+            )
             continue
         try:
             if not isinstance(fix, Mapping):

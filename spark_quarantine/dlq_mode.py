@@ -16,30 +16,46 @@ run (batch):
 
 from __future__ import annotations
 
-import hashlib
+import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_quarantine._faults import boundary, fault_scope
+from spark_quarantine._faults import fault_scope
 from spark_quarantine.config import Settings
 from spark_quarantine.errors import ConfigError, Problem
-from spark_quarantine.evaluate import FLAG_PREFIX, Flagged, failed_rule_structs
+from spark_quarantine.evaluate import ANY_FLAG, FLAG_PREFIX, Flagged, failed_rule_structs
 from spark_quarantine.rules import Action, Rule
+from spark_quarantine.run.protocol import (
+    Attempt,
+    Part,
+    action_key,
+    fingerprint,
+    fingerprint_of_values,
+    open_run,
+    table_version,
+)
 from spark_quarantine.runner import RunOutcome, run_checks
-from spark_quarantine.sinks.delta import append
+from spark_quarantine.sinks.delta import append, check_appendable
 from spark_quarantine.sinks.dlq import (
-    completed_runs,
+    FAILED_RULES_TYPE,
+    FIXED,
+    INBOX_COLUMNS,
+    MISFIT_RULE,
+    QUARANTINED,
+    RECYCLED,
     decode_inbox_rows,
     fixed_rows,
     inbox_rows,
     merge_into_inbox,
     merge_into_outbox,
     outbox_name,
+    quote_table,
+    recycled_keys,
 )
 from spark_quarantine.tokens import TokenError, resolve_tokens
 
@@ -124,6 +140,19 @@ def coerced_warnings(rules: Sequence[Rule]) -> list[Problem]:
     ]
 
 
+#: Reads the fixed rows a run recycles, as of the table versions the run pinned.
+PendingRows = Callable[[Mapping[str, int]], DataFrame]
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """A micro-batch as a run: which query (``main`` or ``recycle``), its generation and batch id."""
+
+    kind: str
+    query_id: str
+    batch_id: int
+
+
 def run_dlq(
     df: Any,
     rules: Sequence[Rule],
@@ -135,62 +164,132 @@ def run_dlq(
     product_id: str | None,
     stats_table: str | None,
     warnings: Sequence[Problem],
-    recycled: DataFrame | None = None,
-    target_options: Mapping[str, str] | None = None,
+    pending: PendingRows | None = None,
+    batch: MicroBatch | None = None,
 ) -> RunOutcome:
     """One batch run (or micro-batch) in DLQ mode (see the module docstring).
 
-    ``recycled`` are the fixed rows to recycle (default: read from the inbox now);
-    ``target_options`` go to the target append (Delta idempotent-write options in streaming).
+    ``pending`` reads the fixed rows to recycle given the run's pinned inbox and outbox
+    versions (default: this source's ``fixed`` inbox rows not in the outbox); ``batch``
+    makes the run a micro-batch of a streaming query.
     """
     if not isinstance(df, DataFrame):
         return run_checks(df, rules, settings=settings)  # raises the usual SQ-S002
-    ledger: tuple[str, int] | None = None
-    if recycled is None:
-        # Batch: the target append is an idempotent Delta write numbered by this action's
-        # completed runs (a ledger row in the outbox, written in the outbox MERGE). A run that
-        # died after its append is rerun with the same number, so Delta skips the append.
-        action = _action_id(dlq, target_table)
-        done = completed_runs(spark, dlq.dlq_table, dlq.source_table, action)
-        ledger = (action, done + 1)
-        target_options = {"txnAppId": action, "txnVersion": str(done + 1)}
-        recycled = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema)
-    combined = df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
-        recycled.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
+    check_appendable(spark, target_table, df.schema, role="target table")
+    kind = "dlq" if batch is None else f"dlq-stream-{batch.kind}"
+    # The inbox and outbox MERGEs are repeatable (insert-only by a key that is the same in a
+    # rerun); the target append is the run's last write and is recorded with the run.
+    parts = [Part("inbox", dlq.dlq_table, tagged=False), Part("outbox", dlq.outbox, tagged=False)]
+    parts.append(Part("target", target_table))
+    fingerprint_of = fingerprint(df) if batch is None else fingerprint_of_values(kind, batch.query_id, batch.batch_id)
+    attempt = open_run(
+        spark,
+        action=action_key(kind, dlq.dlq_table, dlq.source_table, target_table),
+        anchor=target_table,
+        parts=parts,
+        input_fingerprint=fingerprint_of,
+        create_anchor=lambda: append(spark.createDataFrame([], df.schema), target_table, role="target table"),
+        pins=lambda: {"inbox": table_version(spark, dlq.dlq_table), "outbox": table_version(spark, dlq.outbox)},
+        describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target_table}'",
     )
+    try:
+        return _run_dlq(
+            df, rules, dlq, settings, spark, target_table, product_id, stats_table, warnings, pending, attempt
+        )
+    finally:
+        attempt.release()
+
+
+def _run_dlq(
+    df: DataFrame,
+    rules: Sequence[Rule],
+    dlq: DLQTarget,
+    settings: Settings,
+    spark: SparkSession,
+    target_table: str,
+    product_id: str | None,
+    stats_table: str | None,
+    warnings: Sequence[Problem],
+    pending: PendingRows | None,
+    attempt: Attempt,
+) -> RunOutcome:
+    schema = df.schema
+    if pending is None:
+        pins = attempt.pins
+        recycled = fixed_rows(
+            spark,
+            dlq.dlq_table,
+            dlq.source_table,
+            schema,
+            inbox_version=pins.get("inbox") if pins.get("inbox", -1) >= 0 else None,
+            outbox_version=pins.get("outbox") if pins.get("outbox", -1) >= 0 else None,
+        )
+    else:
+        recycled = pending(attempt.pins)
+    # A fixed row that no longer fits the source schema (a column renamed or retyped since it
+    # was quarantined) is not recycled as NULLs: it goes back to the operator with SQ-D006.
+    misfits = recycled.filter(F.col(MISFIT).isNotNull())
+    fitting = recycled.filter(F.col(MISFIT).isNull()).drop(MISFIT)
+    combined = df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
+        fitting.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
+    )
+    occurrence = f"{attempt.action}:{attempt.run}"
 
     def build_inbox(flagged: Flagged, frame: DataFrame) -> DataFrame:
-        # A recycled row keeps its inbox key, so one that still fails is requeued on its own row.
-        return inbox_rows(
+        # A recycled row keeps its inbox key, so one that still fails is requeued on its own row;
+        # one that passed is marked recycled (and goes to the outbox) in the same MERGE.
+        failing = inbox_rows(
             flagged.failed(frame),
             flagged.columns,
             failed_rule_structs(flagged),
             dlq.source_table,
             keep=(RECYCLED_SK,),
             sk=F.col(RECYCLED_SK),
+            occurrence=occurrence,
+        ).select(*_INBOX, F.col(RECYCLED_SK).isNotNull().alias(REQUEUE), F.lit(False).alias(DONE))
+        passed = frame.filter(~F.col(ANY_FLAG) & F.col(RECYCLED_SK).isNotNull()).select(RECYCLED_SK)
+        recycled_rows = (
+            fitting.join(passed.withColumnRenamed(RECYCLED_SK, "_dlq_sk"), "_dlq_sk", "left_semi")
+            .select(
+                "_dlq_sk",
+                F.lit(dlq.source_table).alias("_dlq_source_table"),
+                F.lit(RECYCLED).alias("_dlq_status"),
+                F.current_timestamp().alias("_dlq_timestamp"),
+                F.lit(None).cast(FAILED_RULES_TYPE).alias("_dlq_failed_rules"),
+                F.lit(None).cast("string").alias("_dlq_rescued_data"),
+                F.col("_dlq_row_data").alias("_row_data"),
+            )
+            .select(*_INBOX, F.lit(False).alias(REQUEUE), F.lit(True).alias(DONE))
         )
+        misfit_rows = misfits.select(
+            "_dlq_sk",
+            F.lit(dlq.source_table).alias("_dlq_source_table"),
+            F.lit(QUARANTINED).alias("_dlq_status"),
+            F.current_timestamp().alias("_dlq_timestamp"),
+            F.array(F.struct(F.lit(MISFIT_RULE).alias("name"), F.col(MISFIT).alias("rule")))
+            .cast(FAILED_RULES_TYPE)
+            .alias("_dlq_failed_rules"),
+            F.lit(None).cast("string").alias("_dlq_rescued_data"),
+            F.col("_dlq_row_data").alias("_row_data"),
+        ).select(*_INBOX, F.lit(True).alias(REQUEUE), F.lit(False).alias(DONE))
+        return failing.unionByName(recycled_rows).unionByName(misfit_rows)
 
     def write_inbox(rows: DataFrame) -> None:
-        boundary("before_inbox")
-        merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, rows, requeue=F.col(RECYCLED_SK).isNotNull())
-        boundary("after_inbox")
+        merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, rows, requeue=F.col(REQUEUE), recycled=F.col(DONE))
+        done = rows.filter(F.col(DONE)).select("_dlq_sk", F.col("_row_data").alias("_dlq_row_data"))
+        merge_into_outbox(spark, dlq.dlq_table, dlq.source_table, done)
 
     def write_target(frame: DataFrame) -> None:
-        append(frame, target_table, role="target table", options=target_options)
-        boundary("after_target")
+        if not attempt.is_done("target"):
+            append(frame, target_table, role="target table", options=attempt.options("target"))
 
-    def record_recycled(frame: DataFrame) -> None:
-        used = frame.filter(F.col(RECYCLED_SK).isNotNull()).select(F.col(RECYCLED_SK).alias("_dlq_sk")).distinct()
-        # Recycled rows still 'fixed' after the inbox MERGE passed and reached the target;
-        # the ones that failed again are 'quarantined' and wait for another fix.
-        done = fixed_rows(spark, dlq.dlq_table, dlq.source_table, df.schema).join(used, "_dlq_sk", "left_semi")
-        # In a replayed micro-batch this finds nothing new: the outbox MERGE is idempotent.
-        merge_into_outbox(
-            spark, dlq.dlq_table, dlq.source_table, done.select("_dlq_sk", "_dlq_row_data"), ledger=ledger
-        )
-        boundary("after_outbox")
+    def precheck(flagged: Flagged, session: SparkSession) -> str:
+        return attempt.run_id
 
-    outcome = run_checks(
+    def recorded(passed: bool) -> None:
+        attempt.finish(final_written=passed)
+
+    return run_checks(
         combined,
         rules,
         settings=settings,
@@ -201,20 +300,27 @@ def run_dlq(
         stats_table=stats_table,
         write_target=write_target,
         write_errors=write_inbox,
+        precheck=precheck,
         coerce_to_drop=True,
         observe=False,  # MERGE may run its source more than once: count with one aggregate instead
         carry=(RECYCLED_SK,),
         error_row_builder=build_inbox,
-        after_writes=record_recycled,
         extra_warnings=warnings,
+        stats_options=lambda: attempt.options("stats"),
+        on_recorded=recorded,
     )
-    return outcome
 
 
-def _action_id(dlq: DLQTarget, target_table: str) -> str:
-    """Stable id of a quarantine action: its Delta txnAppId and the key of its ledger row."""
-    digest = hashlib.sha256(f"{dlq.dlq_table}|{dlq.source_table}|{target_table}".lower().encode()).hexdigest()
-    return f"spark_quarantine-run-{digest[:24]}"
+_INBOX = [name for name, _ in INBOX_COLUMNS]
+REQUEUE, DONE, MISFIT = f"{FLAG_PREFIX}requeue_row", f"{FLAG_PREFIX}recycled_row", "_dlq_misfit"
+
+
+def _query_id(spark: SparkSession, checkpoint: str, cache: dict[str, str]) -> str:
+    """The id of the query whose checkpoint is ``checkpoint`` (its generation: a reset gives a new one)."""
+    if checkpoint not in cache:
+        first = spark.read.text(f"{checkpoint.rstrip('/')}/metadata").first()
+        cache[checkpoint] = str(json.loads(first[0])["id"]) if first is not None else checkpoint
+    return cache[checkpoint]
 
 
 def start_dlq_stream(
@@ -238,10 +344,12 @@ def start_dlq_stream(
       start, rows already ``fixed``) of this source, not yet in the outbox, checked again and
       routed like any row;
     * ``main``: the source stream, one rule evaluation per micro-batch, MERGE into the inbox
-      and an append to the target with Delta idempotent writes (``txnAppId`` /
-      ``txnVersion``), so a replayed batch writes nothing twice.
+      and an append to the target.
 
-    With the default available-now trigger the recycle query runs to completion first.
+    Each micro-batch is a run of the run protocol, fingerprinted by its query's id and its
+    batch id: a replayed batch writes nothing twice, and a reset checkpoint (a new query id)
+    never makes an append be skipped. With the default available-now trigger the recycle
+    query runs to completion first.
     """
     checkpoint = settings.checkpoint_location
     if not checkpoint:
@@ -253,23 +361,28 @@ def start_dlq_stream(
         )
     trigger = dict(settings.trigger) or {"availableNow": True}
     schema = df.schema
-    app = hashlib.sha256(f"{checkpoint}|{dlq.dlq_table}|{dlq.source_table}|{target_table}".encode()).hexdigest()[:20]
+    ids: dict[str, str] = {}
 
     def batch_runner(kind: str) -> Any:
+        location = f"{checkpoint.rstrip('/')}/{kind}"
+
         def run(batch: DataFrame, batch_id: int) -> None:
-            options = {"txnAppId": f"spark_quarantine-{kind}-{app}", "txnVersion": str(batch_id)}
+            pending: PendingRows | None
             if kind == "main":
-                recycled = spark.createDataFrame([], schema).withColumn("_dlq_sk", F.lit(None).cast("string"))
                 source = batch
+
+                def pending(pins: Mapping[str, int]) -> DataFrame:
+                    return decode_inbox_rows(spark.read.table(quote_table(dlq.dlq_table)).limit(0), schema)
             else:
-                done = (
-                    spark.read.table(dlq.outbox)
-                    .filter(F.col("_dlq_source_table") == F.lit(dlq.source_table))
-                    .select("_dlq_sk")
-                )
-                pending = batch.join(done, "_dlq_sk", "left_anti").dropDuplicates(["_dlq_sk"])
-                recycled = decode_inbox_rows(pending, schema)
                 source = spark.createDataFrame([], schema)
+
+                def pending(pins: Mapping[str, int]) -> DataFrame:
+                    outbox = pins.get("outbox", -1)
+                    done = recycled_keys(spark, dlq.dlq_table, dlq.source_table, outbox if outbox >= 0 else None)
+                    rows = batch.join(done, "_dlq_sk", "left_anti").dropDuplicates(["_dlq_sk"])
+                    return decode_inbox_rows(rows, schema)
+
+            micro = MicroBatch(kind, _query_id(spark, location, ids), batch_id)
             with fault_scope(f"stream-{kind}"):
                 outcome = run_dlq(
                     source,
@@ -281,8 +394,8 @@ def start_dlq_stream(
                     product_id=product_id,
                     stats_table=stats_table,
                     warnings=warnings,
-                    recycled=recycled,
-                    target_options=options,
+                    pending=pending,
+                    batch=micro,
                 )
             on_batch(outcome.result)
 
@@ -294,7 +407,7 @@ def start_dlq_stream(
         .table(dlq.dlq_table)
         .filter(
             (F.col("_dlq_source_table") == F.lit(dlq.source_table))
-            & (F.col("_dlq_status") == F.lit("fixed"))
+            & (F.col("_dlq_status") == F.lit(FIXED))
             & F.col("_change_type").isin("update_postimage", "insert")
         )
         .select("_dlq_sk", "_dlq_rescued_data", "_row_data")

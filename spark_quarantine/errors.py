@@ -24,6 +24,7 @@ __all__ = [
     "Problem",
     "QuarantineFailure",
     "RuleValidationError",
+    "RunProtocolError",
     "RunsFailedError",
     "SchemaConflictError",
     "SparkQuarantineError",
@@ -83,6 +84,10 @@ CODES: dict[str, str] = {
     "SQ-D002": "two quarantine actions share a DLQ and source_table",
     "SQ-D003": "a DLQ fix does not match the source columns or still fails the rules",
     "SQ-D004": "a Delta write conflict persisted after retries",
+    "SQ-D005": "mark_fixed on a row that was already recycled",
+    "SQ-D006": "a fixed row no longer fits the source schema (requeued, the run goes on)",
+    "SQ-E001": "an unfinished run of this action had other input: refused before writing",
+    "SQ-E002": "another run of this action is in progress: refused before writing",
     # Notifications.
     "SQ-N001": "a notification channel failed (logged; raised when fail_on_error is set)",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",
@@ -232,3 +237,20 @@ class QuarantineFailure(SparkQuarantineError, RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.result, self.failed_rules))
+
+
+class RunProtocolError(SparkQuarantineError, RuntimeError):
+    """A run was refused before writing anything: an unfinished or concurrent run of the same action.
+
+    ``run_id`` names the other run; ``table`` is the table whose Delta log holds its record.
+    """
+
+    code = "SQ-E001"
+
+    def __init__(self, message: str, *, code: str = "SQ-E001", run_id: str | None = None, table: str = "") -> None:
+        self.run_id = run_id
+        self.table = table
+        super().__init__(message, code=code)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,), {"code": self.code, "run_id": self.run_id, "table": self.table})

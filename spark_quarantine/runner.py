@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from spark_quarantine._logging import get_logger
 from spark_quarantine.alerting import RunAlerter, SampleSource
 from spark_quarantine.config import Settings
-from spark_quarantine.errors import Problem, QuarantineFailure, SchemaConflictError
+from spark_quarantine.errors import NotificationError, Problem, QuarantineFailure, SchemaConflictError
 from spark_quarantine.evaluate import (
     FLAG_PREFIX,
     Flagged,
@@ -106,7 +106,7 @@ def run_checks(
     write_target: Writer | None = None,
     write_errors: Writer | None = None,
     write_annotated: Writer | None = None,
-    precheck: Callable[[Flagged, SparkSession], None] | None = None,
+    precheck: Callable[[Flagged, SparkSession], str | None] | None = None,
     coerce_to_drop: bool = False,
     observe: bool = True,
     failed_rows_reader: Callable[[], DataFrame] | None = None,
@@ -116,17 +116,25 @@ def run_checks(
     after_writes: Callable[[DataFrame], None] | None = None,
     extra_warnings: Sequence[Problem] = (),
     run_id: str | None = None,
+    stats_options: Callable[[], Mapping[str, str]] | None = None,
+    on_recorded: Callable[[bool], None] | None = None,
 ) -> RunOutcome:
-    """Run ``rules`` over ``df`` and write through the given writers; see the module docstring."""
+    """Run ``rules`` over ``df`` and write through the given writers; see the module docstring.
+
+    ``precheck`` runs after the rules are checked against the schema and before any job; it
+    may return the run id to use (a resumed run keeps its first attempt's). ``on_recorded``
+    is told, after every write and the stats row and before any alert, whether the run
+    passed: the run is complete in its tables before anyone is told of it.
+    """
     if not isinstance(df, DataFrame):
         raise SchemaConflictError(
             f"the decorated function must return a pyspark.sql.DataFrame, it returned {type(df).__name__}",
             code="SQ-S002",
         )
-    run_id = run_id or new_run_id()
+    rid: str = run_id or new_run_id()
     started = _now()
     session = spark or df.sparkSession
-    log = get_logger(run_id=run_id, product_id=product_id, target_table=target_table)
+    log = get_logger(run_id=rid, product_id=product_id, target_table=target_table)
 
     check_input_columns([c for c in df.columns if c not in carry])
     warnings = [*extra_warnings, *check_rules_against(df, rules)]
@@ -138,11 +146,12 @@ def run_checks(
         if error_row_builder is not None:
             return error_row_builder(flagged, frame)
         return error_rows(
-            flagged, frame, run_id=run_id, run_at=started, coerce_to_drop=coerce_to_drop, failing_only=failing_only
+            flagged, frame, run_id=rid, run_at=started, coerce_to_drop=coerce_to_drop, failing_only=failing_only
         )
 
     if precheck is not None:
-        precheck(flagged, session)
+        rid = precheck(flagged, session) or rid
+        log = get_logger(run_id=rid, product_id=product_id, target_table=target_table)
     if write_errors is None and write_annotated is None:
         log.warning(
             "error_table_disabled",
@@ -157,8 +166,8 @@ def run_checks(
         quarantine_location=error_table if write_errors is not None else target_table if write_annotated else None,
         coerce_to_drop=coerce_to_drop,
     )
-    samples = _sample_source(failed_rows_reader, run_id) if failed_rows_reader is not None else None
-    alerter.started(run_id)
+    samples = _sample_source(failed_rows_reader, rid) if failed_rows_reader is not None else None
+    alerter.started(rid)
 
     # Without observe (foreachBatch sessions do not deliver observed metrics) the input is
     # cached and counted by one aggregate before the writes.
@@ -189,7 +198,7 @@ def run_checks(
         if write_annotated is not None:
             dropped = 0  # an annotated output keeps every row and marks the failures
         return RunResult(
-            run_id=run_id,
+            run_id=rid,
             status=status,
             input_rows=input_rows,
             output_rows=input_rows - dropped if output_rows is None else output_rows,
@@ -208,7 +217,9 @@ def run_checks(
 
     def record(outcome: RunResult) -> None:
         if stats_table:
-            write_stats(session, stats_table, outcome)
+            write_stats(session, stats_table, outcome, options=stats_options() if stats_options else None)
+        if on_recorded is not None:
+            on_recorded(outcome.passed)
 
     try:
         target_done = False
@@ -231,7 +242,7 @@ def run_checks(
             if error_table:
                 written.append(error_table)
         elif write_annotated is not None and not fail_rules:
-            write_annotated(annotated_rows(flagged, observed(), run_id=run_id, run_at=started))
+            write_annotated(annotated_rows(flagged, observed(), run_id=rid, run_at=started))
             target_done = True
             if target_table:
                 written.append(target_table)
@@ -253,11 +264,14 @@ def run_checks(
             record(failed)
             log.error("quarantine_run", status="failed", failed_rules=failing, **_summary(failed))
             failure = QuarantineFailure(failed, failing)
-            alerter.failed(run_id, failure, failed, samples)
+            try:
+                alerter.failed(rid, failure, failed, samples)
+            except NotificationError as alert_error:  # the rule failure stays visible as the cause
+                raise alert_error from failure
             raise failure
 
         if write_annotated is not None and not target_done:
-            write_annotated(annotated_rows(flagged, frame, run_id=run_id, run_at=started))
+            write_annotated(annotated_rows(flagged, frame, run_id=rid, run_at=started))
             if target_table:
                 written.append(target_table)
         elif write_target is not None and not target_done:
@@ -272,15 +286,16 @@ def run_checks(
         passed = result("passed")
         record(passed)
         log.info("quarantine_run", status="passed", **_summary(passed))
-    except QuarantineFailure:
+    except (QuarantineFailure, NotificationError):
         raise
     except Exception as exc:
         try:
-            record(result("failed", output_rows=0))
+            if stats_table:
+                write_stats(session, stats_table, result("failed", output_rows=0), options=None)
         except Exception as stats_exc:  # noqa: BLE001 - the original error matters more
             log.error("stats_write_failed", error=str(stats_exc).splitlines()[0] if str(stats_exc) else "")
         log.error("quarantine_run", status="failed", error=type(exc).__name__)
-        alerter.failed(run_id, exc, None, None)
+        alerter.failed(rid, exc, None, None)
         raise
     finally:
         if cached:

@@ -63,13 +63,16 @@ class TestQuarantine:
         assert (result.input_rows, result.output_rows, result.dropped_rows) == (4, 1, 3)
         assert [w.code for w in result.warnings] == ["SQ-R030"]
 
-    def test_the_same_bad_rows_twice_give_one_inbox_row_each(self, spark: SparkSession, table: str) -> None:
-        """The inbox MERGE is insert-only on source and key."""
+    def test_every_failing_input_row_is_one_inbox_row_even_when_rows_are_equal(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        """Equal failing rows, in one run or in two, are separate occurrences: error_rows is what the DLQ got."""
         create_dlq_tables(spark, f"{table}_dlq")
         run = pipeline(spark, table, source_rows(spark).unionAll(source_rows(spark)))
         run()
         run()
-        assert len(inbox(spark, table)) == 3
+        assert run.last_run is not None and run.last_run.error_rows == 6
+        assert len(inbox(spark, table)) == 12
 
     def test_tables_are_checked_before_any_data_is_read(self, spark: SparkSession, table: str) -> None:
         """A missing DLQ is SQ-D001 naming the table and the fix, before any Spark job runs."""
@@ -155,7 +158,7 @@ class TestConcurrency:
             for _ in range(rounds):
                 list(pool.map(lambda run: run(), runs))
         rows = spark.read.table(f"{table}_dlq").groupBy("_dlq_source_table").count().collect()
-        assert sorted(r["count"] for r in rows) == [3, 3]  # each source's 3 bad rows once, whatever the rounds
+        assert sorted(r["count"] for r in rows) == [9, 9]  # each round's 3 bad rows of each source, none lost
         assert all(run.last_run.status == "passed" for run in runs)
 
 

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType, StructType
 
+from spark_quarantine._faults import seam
 from spark_quarantine.errors import SchemaConflictError, TableWriteError
 
-__all__ = ["append", "check_appendable", "needs_column_mapping", "suffixed", "table_name_problem"]
+__all__ = [
+    "append",
+    "append_empty",
+    "check_appendable",
+    "needs_column_mapping",
+    "suffixed",
+    "table_name_problem",
+    "written",
+]
 
 # A table name: dot-separated parts, each a plain identifier or a backticked one (`` escapes `).
 _NAME_PART = r"(?:\w+|`(?:[^`]|``)+`)"
@@ -111,21 +120,25 @@ def check_appendable(spark: SparkSession, table: str, schema: StructType, *, rol
         )
 
 
-def append(
-    df: DataFrame,
-    table: str,
-    *,
-    role: str,
-    options: Mapping[str, str] | None = None,
-) -> None:
-    """Append ``df`` to the Delta table ``table``, creating it if absent."""
-    writer = df.write.format("delta").mode("append")
-    if needs_column_mapping(df.schema) and not table_exists(df.sparkSession, table):
-        writer = writer.option("delta.columnMapping.mode", "name")
-    for key, value in (options or {}).items():
-        writer = writer.option(key, value)
+#: The fault seam's name of each role's commit (see ``spark_quarantine._faults``).
+_POINTS = {
+    "error table": "errors",
+    "quarantine table": "errors",
+    "target table": "target",
+    "output": "target",
+    "stats table": "stats",
+}
+
+
+def written(role: str, table: str, write: Callable[[], None], *, point: str | None = None) -> None:
+    """Run ``write`` (one Delta commit to ``table``); every failure becomes a coded error naming it.
+
+    A schema mismatch is :class:`SchemaConflictError` (``SQ-S003``); anything else
+    :class:`TableWriteError` (``SQ-W001``) with Spark's (or Java's) first line.
+    """
     try:
-        writer.saveAsTable(table)
+        with seam(point or _POINTS.get(role)):
+            write()
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
         first = str(exc).strip().splitlines()[0]
@@ -133,9 +146,45 @@ def append(
         if not not_rows and ("SCHEMA" in condition or "MERGE_FIELDS" in condition or "MISMATCH" in condition):
             raise SchemaConflictError(f"the {role} '{table}' did not accept the rows: {first}", code="SQ-S003") from exc
         raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
+    except (SchemaConflictError, TableWriteError):
+        raise
     except Exception as exc:
         # A Py4JJavaError's own text is "An error occurred while calling o123.saveAsTable": say the Java reason.
         java = getattr(exc, "java_exception", None)
         text = str(java.toString()) if java is not None else str(exc)
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
+
+
+def _is_path(table: str) -> bool:
+    return "/" in table or "\\" in table or "://" in table
+
+
+def append(
+    df: DataFrame,
+    table: str,
+    *,
+    role: str,
+    options: Mapping[str, str] | None = None,
+) -> None:
+    """Append ``df`` to the Delta table ``table`` (a name, or a path), creating it if absent."""
+    writer = df.write.format("delta").mode("append")
+    if needs_column_mapping(df.schema) and not table_exists(df.sparkSession, table):
+        writer = writer.option("delta.columnMapping.mode", "name")
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    written(role, table, lambda: writer.save(table) if _is_path(table) else writer.saveAsTable(table))
+
+
+def append_empty(
+    spark: SparkSession, table: str, *, options: Mapping[str, str], role: str = "run record", point: str = "mark"
+) -> None:
+    """An append of no rows to the existing Delta table ``table``: a commit holding only ``options``' marks.
+
+    With ``txnAppId``/``txnVersion`` Delta commits it (an empty append without them commits
+    nothing), so the run protocol can record a run in a table's own log.
+    """
+    reader = spark.read.format("delta")
+    schema = reader.load(table).schema if _is_path(table) else spark.read.table(table).schema
+    writer = spark.createDataFrame([], schema).write.format("delta").mode("append").options(**options)
+    written(role, table, lambda: writer.save(table) if _is_path(table) else writer.saveAsTable(table), point=point)

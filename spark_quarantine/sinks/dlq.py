@@ -32,6 +32,7 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.window import Window
 
+from spark_quarantine._faults import seam
 from spark_quarantine.errors import DLQError, InvalidParameterError, SchemaConflictError, TableWriteError
 from spark_quarantine.evaluate import FLAG_PREFIX, col
 from spark_quarantine.sinks.delta import _shape
@@ -40,11 +41,12 @@ __all__ = [
     "FAILED_RULES_TYPE",
     "FIXED",
     "INBOX_COLUMNS",
+    "MISFIT_RULE",
     "OUTBOX_COLUMNS",
     "QUARANTINED",
+    "RECYCLED",
     "RESCUED_DATA",
     "check_dlq_tables",
-    "completed_runs",
     "create_dlq_tables",
     "decode_inbox_rows",
     "decode_payload",
@@ -57,6 +59,7 @@ __all__ = [
     "outbox_ddl",
     "outbox_name",
     "quote_table",
+    "recycled_keys",
     "run_with_retries",
     "surrogate_key",
 ]
@@ -89,8 +92,13 @@ OUTBOX_COLUMNS: tuple[tuple[str, str], ...] = (
 _INBOX_PROPERTIES = ("delta.enableChangeDataFeed", "delta.enableRowTracking", "delta.enableDeletionVectors")
 _OUTBOX_PROPERTIES = ("delta.enableRowTracking", "delta.enableDeletionVectors")
 
-#: ``_dlq_status`` values: set on insert, and set by an operator to recycle a row.
-QUARANTINED, FIXED = "quarantined", "fixed"
+#: ``_dlq_status`` values: ``quarantined`` on insert, ``fixed`` set by an operator to recycle a
+#: row, ``recycled`` set by the run that wrote it to the target (so deleting outbox rows, as
+#: housekeeping, can never recycle a row twice).
+QUARANTINED, FIXED, RECYCLED = "quarantined", "fixed", "recycled"
+
+#: ``_dlq_failed_rules`` name of a recycled row that no longer fits the source schema.
+MISFIT_RULE = "SQ-D006"
 
 # The row JSON behind _dlq_sk must not depend on session settings: microseconds and UTC are
 # pinned (the default format keeps milliseconds only, so rows differing below a millisecond
@@ -332,10 +340,17 @@ def _sorted_struct(columns: Sequence[str]) -> Column:
     return F.struct(*[col(c).alias(c) for c in sorted(columns)])
 
 
-def surrogate_key(source_table: str, columns: Sequence[str]) -> Column:
-    """``_dlq_sk``: xxhash64 of the source table and the row JSON (columns in name order), as a string."""
-    row_json = F.to_json(_sorted_struct(columns), _KEY_JSON_OPTIONS)
-    return F.xxhash64(F.lit(source_table), row_json).cast("string")
+def surrogate_key(source_table: str, columns: Sequence[str], rescued: Column | None = None) -> Column:
+    """The content key of a failing row: SHA-256 of the source, the row JSON (columns in name order)
+    and its ``_rescued_data``, as 64 hex digits.
+
+    Two rows differing only in ``_rescued_data`` get different keys. :func:`inbox_rows` adds the
+    occurrence (which run, which copy) to make ``_dlq_sk``.
+    """
+    parts = [F.lit(source_table).alias("source"), _sorted_struct(columns).alias("row")]
+    if rescued is not None:
+        parts.append(rescued.alias("rescued"))
+    return F.sha2(F.to_json(F.struct(*parts), _KEY_JSON_OPTIONS), 256)
 
 
 def inbox_rows(
@@ -346,14 +361,18 @@ def inbox_rows(
     *,
     keep: Sequence[str] = (),
     sk: Column | None = None,
+    occurrence: str | None = None,
 ) -> DataFrame:
     """The inbox rows of the failing rows ``failed``: exactly the inbox columns, in table order.
 
     ``columns`` are the input's columns (``failed`` may carry working columns besides);
     ``failed_rules`` is an ``ARRAY<STRUCT<name, rule>>`` Column over ``failed``. ``_dlq_sk``
-    is ``xxhash64(source_table, to_json(struct of the columns in sorted name order))`` as a
-    string, so a reordered upstream schema gives the same keys. A ``_rescued_data`` column is
-    kept out of the payload and the key and goes to ``_dlq_rescued_data`` (else NULL).
+    is the :func:`surrogate_key` of the row (SHA-256 of the source, the row JSON with columns
+    in sorted name order, and ``_rescued_data``), so a reordered upstream schema gives the
+    same keys; with ``occurrence`` (the run's identity) it also covers the run and the copy
+    number of equal rows, so every failing input row is one inbox row and a rerun of the same
+    run gives the same keys. A ``_rescued_data`` column is kept out of the payload and goes
+    to ``_dlq_rescued_data`` (else NULL).
     ``_row_data`` is the row as a typed VARIANT. Working columns named in ``keep`` (such as
     a flag for :func:`merge_into_inbox`'s ``requeue``) follow the inbox columns unchanged.
 
@@ -365,7 +384,12 @@ def inbox_rows(
     row_type = StructType([failed.schema[c] for c in payload_columns])
     payload = encode_payload(F.struct(*[col(c).alias(c) for c in payload_columns]), row_type)
     rescued = col(RESCUED_DATA).cast("string") if RESCUED_DATA in columns else F.lit(None).cast("string")
-    key = surrogate_key(source_table, payload_columns)
+    key = surrogate_key(source_table, payload_columns, rescued)
+    if occurrence is not None:
+        # Every failing input row is its own inbox row: equal rows of one run are numbered, and
+        # the run's identity makes a later recurrence (of a row fixed and recycled, say) new.
+        copy = F.row_number().over(Window.partitionBy(key).orderBy(key))
+        key = F.sha2(F.concat_ws(":", key, F.lit(occurrence), copy.cast("string")), 256)
     if sk is not None:
         key = F.coalesce(sk.cast("string"), key)
     return failed.select(
@@ -407,6 +431,7 @@ def run_with_retries(
     what: str,
     max_attempts: int = 5,
     sleep: Callable[[float], None] = time.sleep,
+    point: str | None = None,
 ) -> None:
     """Run ``action`` (one Delta commit), retrying Delta write conflicts up to ``max_attempts`` times.
 
@@ -417,7 +442,8 @@ def run_with_retries(
         raise InvalidParameterError(f"max_attempts must be at least 1, not {max_attempts}")
     for attempt in range(1, max_attempts + 1):
         try:
-            action()
+            with seam(point):
+                action()
             return
         except Exception as exc:
             if not _is_conflict(exc):
@@ -448,93 +474,162 @@ def merge_into_inbox(
     rows: DataFrame,
     *,
     requeue: Column | None = None,
+    recycled: Column | None = None,
     max_attempts: int = 5,
 ) -> None:
-    """MERGE ``rows`` (from :func:`inbox_rows`) into the inbox, scoped to ``source_table``.
+    """MERGE ``rows`` (from :func:`inbox_rows`) into the inbox, scoped to ``source_table``, in one commit.
 
     Rows are first deduplicated on ``_dlq_sk``; a key already in the inbox for this source
-    is not inserted again. Where ``requeue`` (a boolean Column over ``rows``, for example a
-    flag on recycled rows) is TRUE and the inbox row is ``fixed``, the row goes back to
-    ``quarantined`` with the new failed rules and timestamp: a recycled row that still
-    fails is queued again. Write conflicts are retried ``max_attempts`` times (``SQ-D004``).
+    is not inserted again, so the MERGE can be repeated. Where ``requeue`` (a boolean Column
+    over ``rows``, for example a flag on recycled rows) is TRUE and the inbox row is
+    ``fixed``, the row goes back to ``quarantined`` with the new failed rules and timestamp:
+    a recycled row that still fails is queued again. Where ``recycled`` is TRUE and the inbox
+    row is ``fixed``, it becomes ``recycled`` (such rows are never inserted). Write conflicts
+    are retried ``max_attempts`` times (``SQ-D004``).
     """
     from delta.tables import DeltaTable
 
-    flag = f"{FLAG_PREFIX}requeue"
+    flag, done = f"{FLAG_PREFIX}requeue", f"{FLAG_PREFIX}recycled"
     inbox = [name for name, _ in INBOX_COLUMNS]
-    if requeue is None:
-        source = _dedupe(rows.select(*inbox))
-    else:
-        marked = rows.select(*inbox, F.coalesce(requeue.cast("boolean"), F.lit(False)).alias(flag))
-        source = _dedupe(marked, F.col(flag))
+    marked = rows.select(
+        *inbox,
+        (F.coalesce(requeue.cast("boolean"), F.lit(False)) if requeue is not None else F.lit(False)).alias(flag),
+        (F.coalesce(recycled.cast("boolean"), F.lit(False)) if recycled is not None else F.lit(False)).alias(done),
+    )
+    source = _dedupe(marked, F.col(flag)) if requeue is not None else _dedupe(marked)
     target = quote_table(dlq_table)
     condition = (F.col("dlq._dlq_source_table") == F.lit(source_table)) & (F.col("dlq._dlq_sk") == F.col("new._dlq_sk"))
     values: dict[str, str | Column] = {name: F.col(f"new.{name}") for name in inbox}
     values["_dlq_source_table"] = F.lit(source_table)
+    is_fixed = F.col("dlq._dlq_status") == F.lit(FIXED)
 
-    def merge(requeueing: bool) -> None:
+    def merge(updating: bool) -> None:
         builder = DeltaTable.forName(spark, target).alias("dlq").merge(source.alias("new"), condition)
-        if requeueing:
+        if updating:
             builder = builder.whenMatchedUpdate(
-                condition=F.col(f"new.{flag}") & (F.col("dlq._dlq_status") == F.lit(FIXED)),
+                condition=F.col(f"new.{flag}") & is_fixed,
                 set={
                     "_dlq_status": F.lit(QUARANTINED),
                     "_dlq_failed_rules": F.col("new._dlq_failed_rules"),
                     "_dlq_timestamp": F.col("new._dlq_timestamp"),
                 },
-            )
-        builder.whenNotMatchedInsert(values=values).execute()
+            ).whenMatchedUpdate(condition=F.col(f"new.{done}") & is_fixed, set={"_dlq_status": F.lit(RECYCLED)})
+        builder.whenNotMatchedInsert(condition=~F.col(f"new.{done}"), values=values).execute()
 
-    # Insert-only unless a recycled row failed again: Delta then reads only this source's
+    # Insert-only unless a recycled row is in the batch: Delta then reads only this source's
     # files (clustered on _dlq_source_table), rewrites none and needs no deletion vectors.
-    requeueing = requeue is not None and not source.filter(F.col(flag)).isEmpty()
+    updating = (requeue is not None or recycled is not None) and not source.filter(F.col(flag) | F.col(done)).isEmpty()
     run_with_retries(
-        lambda: merge(requeueing), table=dlq_table, what="MERGE into the DLQ inbox", max_attempts=max_attempts
+        lambda: merge(updating),
+        table=dlq_table,
+        what="MERGE into the DLQ inbox",
+        max_attempts=max_attempts,
+        point="inbox",
     )
 
 
-def fixed_rows(spark: SparkSession, dlq_table: str, source_table: str, schema: StructType) -> DataFrame:
+def _read_at(spark: SparkSession, table: str, version: int | None) -> DataFrame:
+    """``table`` as of ``version`` (its latest version when None)."""
+    reader = spark.read
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.table(quote_table(table))
+
+
+def fixed_rows(
+    spark: SparkSession,
+    dlq_table: str,
+    source_table: str,
+    schema: StructType,
+    *,
+    inbox_version: int | None = None,
+    outbox_version: int | None = None,
+) -> DataFrame:
     """Inbox rows of ``source_table`` marked ``fixed`` and not yet in the outbox, as rows of ``schema``.
 
     Columns are rebuilt BY NAME from ``_row_data`` (a column of ``schema`` missing from the
     payload is NULL; ``_rescued_data`` comes from ``_dlq_rescued_data``), followed by
-    ``_dlq_sk`` and ``_dlq_row_data`` (the payload, for :func:`merge_into_outbox`).
+    ``_dlq_sk``, ``_dlq_row_data`` (the payload, for :func:`merge_into_outbox`) and
+    ``_dlq_misfit`` (see :func:`decode_inbox_rows`). ``inbox_version`` and ``outbox_version``
+    read the tables as of those versions (a resumed run reads what its first attempt read).
     """
-    clash = [name for name in ("_dlq_sk", "_dlq_row_data") if name in schema.fieldNames()]
+    clash = [name for name in ("_dlq_sk", "_dlq_row_data", "_dlq_misfit") if name in schema.fieldNames()]
     if clash:
         raise SchemaConflictError(f"the source schema has column(s) {', '.join(clash)} that fixed_rows adds")
-    inbox = spark.read.table(quote_table(dlq_table)).filter(
+    inbox = _read_at(spark, dlq_table, inbox_version).filter(
         (F.col("_dlq_source_table") == F.lit(source_table)) & (F.col("_dlq_status") == F.lit(FIXED))
     )
-    done = (
-        spark.read.table(quote_table(outbox_name(dlq_table)))
+    pending = inbox.join(recycled_keys(spark, dlq_table, source_table, outbox_version), on="_dlq_sk", how="left_anti")
+    return decode_inbox_rows(pending, schema)
+
+
+def recycled_keys(spark: SparkSession, dlq_table: str, source_table: str, version: int | None = None) -> DataFrame:
+    """The ``_dlq_sk`` of this source's rows in the outbox (as of ``version``)."""
+    return (
+        _read_at(spark, outbox_name(dlq_table), version)
         .filter(F.col("_dlq_source_table") == F.lit(source_table))
         .select("_dlq_sk")
     )
-    pending = inbox.join(done, on="_dlq_sk", how="left_anti")
-    return decode_inbox_rows(pending, schema)
+
+
+def _fit_problems(payload: Column, decoded: Sequence[tuple[StructField, Column]]) -> Column:
+    """Why a payload does not fit the source schema ('' when it fits): a value that cannot become
+    its column's type, or a (non-NULL) field the schema no longer has (a renamed column)."""
+    fields = payload.try_cast("map<string,variant>")
+    names = [f.name for f, _ in decoded]
+    problems = [
+        F.when(
+            fields[f.name].isNotNull() & ~F.is_variant_null(fields[f.name]) & value.isNull(),
+            F.lit(f"{f.name}: the stored value is not a {f.dataType.simpleString().upper()}"),
+        )
+        for f, value in decoded
+    ]
+    extra = F.filter(
+        F.map_keys(fields),
+        lambda k: ~k.isin(*names) & ~F.is_variant_null(F.element_at(fields, k)) if names else F.lit(True),
+    )
+    problems.append(
+        F.when(
+            F.size(extra) > 0,
+            F.concat(F.lit("field(s) the source no longer has: "), F.array_join(F.array_sort(extra), ", ")),
+        )
+    )
+    return F.concat_ws("; ", *problems)
 
 
 def decode_inbox_rows(pending: DataFrame, schema: StructType) -> DataFrame:
     """Inbox rows (with ``_row_data``, ``_dlq_rescued_data``, ``_dlq_sk``) rebuilt BY NAME as rows of ``schema``.
 
-    The result has the ``schema`` columns, then ``_dlq_sk`` and ``_dlq_row_data``.
+    The result has the ``schema`` columns, then ``_dlq_sk``, ``_dlq_row_data`` and
+    ``_dlq_misfit``: NULL when the payload fits ``schema``, else why it does not (a value that
+    cannot be cast to its column's type, or a non-NULL field the schema lacks, as after a
+    column was renamed). Nothing fails the query, and no fixed value silently becomes NULL:
+    the caller sends misfits back to the operator (``SQ-D006``).
     """
-    row_type = StructType([f for f in schema.fields if f.name != RESCUED_DATA])
-    row = f"{FLAG_PREFIX}row"
-    decoded = pending.select(
-        decode_payload(F.col("_row_data"), row_type).alias(row),
-        F.col("_dlq_rescued_data"),
-        F.col("_dlq_sk"),
-        F.col("_row_data").alias("_dlq_row_data"),
-    )
+    payload = F.col("_row_data")
+    fields = payload.try_cast("map<string,variant>")
+    decoded: list[tuple[StructField, Column]] = []
+    for f in schema.fields:
+        if f.name == RESCUED_DATA:
+            continue
+        encoded = _encoded(f.dataType, f"row.{f.name}")
+        value = fields[f.name].try_cast(encoded)
+        target = _nullable(f.dataType)
+        decoded.append((f, value if encoded == target else value.cast(target)))
+    by_name = {f.name: value for f, value in decoded}
     out: list[Column] = []
     for field in schema.fields:
         if field.name == RESCUED_DATA:
             out.append(F.col("_dlq_rescued_data").cast(field.dataType).alias(field.name))
         else:
-            out.append(F.col(row).getField(field.name).alias(field.name))
-    return decoded.select(*out, F.col("_dlq_sk"), F.col("_dlq_row_data"))
+            out.append(by_name[field.name].alias(field.name))
+    problems = _fit_problems(payload, decoded)
+    return pending.select(
+        *out,
+        F.col("_dlq_sk"),
+        F.col("_row_data").alias("_dlq_row_data"),
+        F.when(problems != F.lit(""), problems).alias("_dlq_misfit"),
+    )
 
 
 def merge_into_outbox(
@@ -544,26 +639,16 @@ def merge_into_outbox(
     rows: DataFrame,
     *,
     max_attempts: int = 5,
-    ledger: tuple[str, int] | None = None,
 ) -> None:
     """Record recycled ``rows`` (with ``_dlq_sk`` and ``_dlq_row_data``) in the outbox, once each.
 
     Insert-only MERGE scoped to ``source_table``: a key already in the outbox for this source
     is left as it is, so running it again changes nothing. Conflicts are retried (``SQ-D004``).
-
-    ``ledger=(key, n)`` also inserts, in the same commit, the row ``key#n`` whose payload
-    ``{"run": n}`` records that run ``n`` of a quarantine action completed (see
-    :func:`completed_runs`). The MERGE never updates a row, so Delta runs it insert-only.
+    The outbox holds recycled rows only.
     """
     from delta.tables import DeltaTable
 
     source = rows.select("_dlq_sk", "_dlq_row_data").dropDuplicates(["_dlq_sk"])
-    if ledger is not None:
-        marker = spark.range(1).select(
-            F.lit(ledger_row_key(*ledger)).alias("_dlq_sk"),
-            F.to_variant_object(F.struct(F.lit(ledger[1]).cast("long").alias("run"))).alias("_dlq_row_data"),
-        )
-        source = source.unionByName(marker)
     target_name = outbox_name(dlq_table)
     condition = (F.col("out._dlq_source_table") == F.lit(source_table)) & (F.col("out._dlq_sk") == F.col("new._dlq_sk"))
     values: dict[str, str | Column] = {
@@ -577,20 +662,6 @@ def merge_into_outbox(
         target = DeltaTable.forName(spark, quote_table(target_name)).alias("out")
         target.merge(source.alias("new"), condition).whenNotMatchedInsert(values=values).execute()
 
-    run_with_retries(merge, table=target_name, what="MERGE into the DLQ outbox", max_attempts=max_attempts)
-
-
-def ledger_row_key(ledger_key: str, run: int) -> str:
-    """The outbox key of the ledger row recording that run ``run`` of ``ledger_key`` completed."""
-    return f"{ledger_key}#{run}"
-
-
-def completed_runs(spark: SparkSession, dlq_table: str, source_table: str, ledger_key: str) -> int:
-    """The highest run number in ``ledger_key``'s ledger rows (0 before the first completed run)."""
-    rows = (
-        spark.read.table(quote_table(outbox_name(dlq_table)))
-        .filter((F.col("_dlq_source_table") == F.lit(source_table)) & F.col("_dlq_sk").startswith(f"{ledger_key}#"))
-        .agg(F.max(F.variant_get(F.col("_row_data"), "$.run", "long")).alias("run"))
-        .collect()
+    run_with_retries(
+        merge, table=target_name, what="MERGE into the DLQ outbox", max_attempts=max_attempts, point="outbox"
     )
-    return int(rows[0]["run"] or 0) if rows else 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyspark
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
@@ -41,8 +43,10 @@ STATS_SCHEMA = StructType(
 )
 
 
-def write_stats(spark: SparkSession, table: str, result: RunResult) -> None:
-    """Append ``result`` as one row of the stats table ``table``."""
+def write_stats(
+    spark: SparkSession, table: str, result: RunResult, *, options: Mapping[str, str] | None = None
+) -> None:
+    """Append ``result`` as one row of the stats table ``table`` (``options``: the run protocol's marks)."""
     row = (
         result.run_id,
         result.product_id,
@@ -60,4 +64,4 @@ def write_stats(spark: SparkSession, table: str, result: RunResult) -> None:
         spark.version or pyspark.__version__,
         __version__,
     )
-    append(spark.createDataFrame([row], STATS_SCHEMA), table, role="stats table")
+    append(spark.createDataFrame([row], STATS_SCHEMA), table, role="stats table", options=options)

@@ -1,0 +1,476 @@
+"""The one exactly-once protocol of every mode: runs recorded in the written tables' own Delta logs.
+
+A *quarantine action* (one set of tables a pipeline writes: an error table and a target, a
+DLQ and a target, an end-to-end output and quarantine) numbers its runs. Its state lives
+only in the Delta logs of the tables it writes, never in rows a user can delete:
+
+* **claim.** Before writing anything, a run commits an empty append to the action's
+  *anchor* table (the table every run of the action writes first or always) with Delta's
+  idempotent-write options ``txnAppId = <action>`` and ``txnVersion = <attempt>``, and a
+  ``userMetadata`` tag holding the run id, its number, the attempt and the fingerprint of
+  its input. Two runs that claim the same attempt cannot both commit: Delta skips the
+  second write, or fails it with a concurrent-transaction conflict, and that run is refused
+  (``SQ-E002``) before it writes anything;
+* **parts.** Every append of the run carries the same tag and its own idempotent-write pair
+  (``txnAppId = <action>/<part>``, ``txnVersion = <run number>``): however many attempts a
+  run takes (a crash and a rerun, or a rerun racing a slow first attempt), each part lands
+  at most once, in its own table's log;
+* **finish.** A run is finished when its last part is committed, or when it wrote a
+  ``done`` mark to the anchor (a run stopped by a ``fail`` rule). The next run reads the
+  anchor's ``DESCRIBE HISTORY`` (and, if needed, the last part's): an unfinished run is
+  resumed if this run's input has the same fingerprint, and otherwise refused with
+  ``SQ-E001`` naming the unfinished run, so no row is skipped silently.
+
+The history is read with ``DESCRIBE HISTORY`` and the options are the DataFrameWriter's
+own, so the protocol needs no JVM object and works on Spark Connect. Deleting rows of any
+table, recreating a DLQ or resetting a streaming checkpoint cannot make an append be
+skipped: a part's idempotent-write version is the run's number in that same table's log,
+and a run number only grows while that log lives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_quarantine.errors import RunProtocolError
+
+__all__ = [
+    "Attempt",
+    "Part",
+    "action_key",
+    "close_unfinished_run",
+    "fingerprint",
+    "fingerprint_of_values",
+    "open_run",
+    "table_version",
+]
+
+_TAG = "spark_quarantine"
+_PREFIX = "spark_quarantine-"
+#: Commits of a run's parts are looked for from this long before its claim (storage clocks differ).
+_CLOCK_SLACK = timedelta(minutes=10)
+#: How many recent commits of the anchor are read first; the whole history only if the claim is older.
+_RECENT = 25
+
+_live_lock = threading.Lock()
+_live: dict[str, str] = {}  # action -> run id of the run in progress in this process
+
+
+def action_key(kind: str, *names: str) -> str:
+    """Stable id of an action from its kind and the names of what it writes (case-insensitive)."""
+    digest = hashlib.sha256("|".join((kind, *names)).lower().encode()).hexdigest()
+    return f"{_PREFIX}{digest[:32]}"
+
+
+def fingerprint(df: DataFrame, *extra: object) -> str:
+    """A fingerprint of ``df``'s input, taken without a Spark job.
+
+    The files the plan reads (``inputFiles``: a Delta table's files at the version read, so
+    new data gives a new fingerprint) and the plan's semantic hash (which covers in-memory
+    data and filters). ``extra`` (a micro-batch's query id and batch id) joins them.
+    """
+    try:
+        files = sorted(df.inputFiles())
+    except Exception:  # noqa: BLE001 - a source that cannot list files: the plan hash alone
+        files = []
+    try:
+        semantic: object = df.semanticHash()
+    except Exception:  # noqa: BLE001 - an unhashable plan: a fingerprint that matches nothing
+        semantic = uuid.uuid4().hex
+    payload = json.dumps([semantic, files, [str(e) for e in extra]])
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def fingerprint_of_values(*values: object) -> str:
+    """A fingerprint of an input known by values (a micro-batch: its query id and batch id)."""
+    return hashlib.sha256(json.dumps([str(v) for v in values]).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One write of a run: its role (``errors``, ``target``, ``stats``, ...) and the table (name or path)."""
+
+    role: str
+    table: str
+    #: False for a write that carries no tag (a DLQ MERGE, repeatable by its keys): any commit
+    #: to its table since the claim counts as possibly this run's.
+    tagged: bool = True
+
+
+@dataclass(frozen=True)
+class _Commit:
+    version: int
+    timestamp: datetime | None
+    operation: str
+    tag: Mapping[str, Any] | None
+    rows: int | None
+
+
+def _is_path(table: str) -> bool:
+    return "/" in table or "\\" in table or "://" in table
+
+
+def _history_sql(table: str) -> str:
+    from spark_quarantine.sinks.dlq import quote_table
+
+    if _is_path(table):
+        return "`" + table.replace("`", "``") + "`"
+    return quote_table(table)
+
+
+def _history(spark: SparkSession, table: str, limit: int | None) -> list[_Commit] | None:
+    """The latest commits of ``table``, newest first (None: no such Delta table)."""
+    sql = f"DESCRIBE HISTORY {'delta.' if _is_path(table) else ''}{_history_sql(table)}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    try:
+        rows = spark.sql(sql).select("version", "timestamp", "operation", "userMetadata", "operationMetrics").collect()
+    except Exception:  # noqa: BLE001 - absent, not Delta, or unreadable: no state there
+        return None
+    commits = []
+    for row in rows:
+        tag: Mapping[str, Any] | None = None
+        if row["userMetadata"]:
+            try:
+                parsed = json.loads(row["userMetadata"])
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict) and isinstance(parsed.get(_TAG), dict):
+                tag = parsed[_TAG]
+        metrics = row["operationMetrics"] or {}
+        rows_out = metrics.get("numOutputRows")
+        stamp = row["timestamp"]
+        if isinstance(stamp, datetime) and stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=timezone.utc)
+        commits.append(
+            _Commit(int(row["version"]), stamp, str(row["operation"]), tag, int(rows_out) if rows_out else None)
+        )
+    return sorted(commits, key=lambda c: -c.version)
+
+
+def table_version(spark: SparkSession, table: str) -> int:
+    """The latest version of the Delta table ``table`` (-1 when it does not exist)."""
+    commits = _history(spark, table, 1)
+    return commits[0].version if commits else -1
+
+
+@dataclass(frozen=True)
+class _Claim:
+    run_id: str
+    run: int
+    attempt: int
+    fingerprint: str
+    pins: Mapping[str, int]
+    version: int
+    timestamp: datetime | None
+    final: str
+
+
+@dataclass
+class Attempt:
+    """One attempt at one run of an action: what to tag, which parts are already done."""
+
+    spark: SparkSession
+    action: str
+    anchor: str
+    parts: tuple[Part, ...]
+    run_id: str
+    run: int
+    attempt: int
+    fingerprint: str
+    resumed: bool
+    done: frozenset[str] = frozenset()
+    pins: Mapping[str, int] = field(default_factory=dict)
+    created: set[str] = field(default_factory=set)  # parts whose write created their table (no tag kept)
+    _released: bool = False
+
+    def tag(self, role: str) -> str:
+        """The ``userMetadata`` of this run's commit of ``role``."""
+        return json.dumps(
+            {_TAG: {"action": self.action, "run_id": self.run_id, "run": self.run, "part": role}}, sort_keys=True
+        )
+
+    def options(self, role: str) -> dict[str, str]:
+        """Write options of this run's part ``role``: its tag and its idempotent-write pair."""
+        return {"userMetadata": self.tag(role), "txnAppId": f"{self.action}/{role}", "txnVersion": str(self.run)}
+
+    def is_done(self, role: str) -> bool:
+        """Whether an earlier attempt of this run already committed part ``role``."""
+        return role in self.done
+
+    def output_rows(self, role: str) -> int | None:
+        """Rows this run's ``role`` commit wrote (its ``numOutputRows``; None if not found)."""
+        table = self._table(role)
+        for commit in _history(self.spark, table, 10) or []:
+            if commit.tag is not None and commit.tag.get("run_id") == self.run_id and commit.tag.get("part") == role:
+                return commit.rows
+            if commit.tag is None and commit.version == 0 and role in self.created:
+                return commit.rows  # the commit that created the table drops its tag
+        return None
+
+    def _table(self, role: str) -> str:
+        return next(p.table for p in self.parts if p.role == role)
+
+    def finish(self, *, final_written: bool) -> None:
+        """End the attempt; when the last part was not written (a ``fail`` rule), mark the run done."""
+        try:
+            if not final_written:
+                _mark(self.spark, self.anchor, f"{self.action}/done", self.run, self.tag("done"), "done")
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Let another run of the action start in this process (after a finish or a failure)."""
+        if not self._released:
+            with _live_lock:
+                if _live.get(self.action) == self.run_id:
+                    del _live[self.action]
+            self._released = True
+
+
+def _mark(spark: SparkSession, table: str, app: str, version: int, tag: str, point: str) -> None:
+    """An empty commit to ``table`` holding only an idempotent-write mark and a tag."""
+    from spark_quarantine.sinks.delta import append_empty
+
+    options = {"txnAppId": app, "txnVersion": str(version), "userMetadata": tag}
+    append_empty(spark, table, options=options, point=point)
+
+
+def _claims(commits: Sequence[_Commit], action: str) -> Iterator[tuple[_Commit, Mapping[str, Any]]]:
+    for commit in commits:
+        if commit.tag is not None and commit.tag.get("action") == action:
+            yield commit, commit.tag
+
+
+def _latest_claim(spark: SparkSession, anchor: str, action: str) -> tuple[_Claim | None, list[_Commit]]:
+    recent = _history(spark, anchor, _RECENT) or []
+    commits = recent
+    if not any(tag.get("part") == "claim" for _, tag in _claims(recent, action)) and len(recent) == _RECENT:
+        commits = _history(spark, anchor, None) or []
+    for commit, tag in _claims(commits, action):
+        if tag.get("part") == "claim":
+            claim = _Claim(
+                run_id=str(tag["run_id"]),
+                run=int(tag["run"]),
+                attempt=int(tag["attempt"]),
+                fingerprint=str(tag.get("fingerprint", "")),
+                pins={str(k): int(v) for k, v in dict(tag.get("pins", {})).items()},
+                version=commit.version,
+                timestamp=commit.timestamp,
+                final=str(tag.get("final", "")),
+            )
+            return claim, commits
+    return None, commits
+
+
+def _since(spark: SparkSession, table: str, since: datetime | None) -> list[_Commit]:
+    """Commits of ``table`` from ``since`` on (all recent ones when ``since`` is unknown), newest first."""
+    commits = _history(spark, table, _RECENT) or []
+    if (
+        since is not None
+        and len(commits) == _RECENT
+        and all(c.timestamp is None or c.timestamp >= since for c in commits)
+    ):
+        commits = _history(spark, table, None) or []
+    return [c for c in commits if since is None or c.timestamp is None or c.timestamp >= since]
+
+
+def _parts_done(
+    spark: SparkSession, claim: _Claim, parts: Sequence[Part], anchor: str, anchor_commits: Sequence[_Commit]
+) -> set[str]:
+    """The parts of the claimed run committed so far, found by the run id in their commits' tags."""
+    done: set[str] = set()
+    since = (claim.timestamp - _CLOCK_SLACK) if claim.timestamp is not None else None
+    for part in parts:
+        commits = list(anchor_commits) if part.table == anchor else _since(spark, part.table, since)
+        if not part.tagged:
+            if any(claim.timestamp is None or c.timestamp is None or c.timestamp >= claim.timestamp for c in commits):
+                done.add(part.role)
+            continue
+        for commit in commits:
+            tag = commit.tag
+            if tag is not None and tag.get("run_id") == claim.run_id and tag.get("part") == part.role:
+                done.add(part.role)
+            elif (
+                tag is None
+                and commit.version == 0
+                and claim.timestamp is not None
+                and commit.timestamp is not None
+                and commit.timestamp >= claim.timestamp
+            ):
+                done.add(part.role)  # the run's write created the table after its claim; Delta drops the tag there
+    return done
+
+
+def _finished(
+    spark: SparkSession,
+    claim: _Claim,
+    action: str,
+    parts: Sequence[Part],
+    anchor: str,
+    anchor_commits: Sequence[_Commit],
+) -> bool:
+    for _, tag in _claims(anchor_commits, action):
+        if tag.get("run_id") == claim.run_id and tag.get("part") == "done":
+            return True
+    final = [p for p in parts if p.role == (claim.final or parts[-1].role)] or [parts[-1]]
+    return bool(_parts_done(spark, claim, final, anchor, anchor_commits))
+
+
+@contextmanager
+def _registered(action: str, run_id: str) -> Iterator[None]:
+    with _live_lock:
+        holder = _live.get(action)
+        if holder is not None:
+            raise RunProtocolError(
+                f"another run ({holder}) of this quarantine action is in progress in this process; this run was "
+                "refused before writing anything. Run them one after the other",
+                code="SQ-E002",
+                run_id=holder,
+            )
+        _live[action] = run_id
+    try:
+        yield
+    except BaseException:
+        with _live_lock:
+            if _live.get(action) == run_id:
+                del _live[action]
+        raise
+
+
+def open_run(
+    spark: SparkSession,
+    *,
+    action: str,
+    anchor: str,
+    parts: Sequence[Part],
+    input_fingerprint: str,
+    create_anchor: Callable[[], None],
+    pins: Callable[[], Mapping[str, int]] = dict,
+    describe: str = "",
+) -> Attempt:
+    """Claim the next run of ``action`` (or resume its unfinished one) before anything is written.
+
+    ``parts`` are the run's writes in order; the last is the one that finishes it. ``anchor``
+    holds the claims (created by ``create_anchor`` when absent). ``pins`` gives, for a new
+    run, the table versions it reads from its own tables (the DLQ inbox and outbox), so a
+    resumed run reads exactly what the first attempt read.
+
+    Raises :class:`~spark_quarantine.errors.RunProtocolError`: ``SQ-E001`` when an unfinished
+    run had other input, ``SQ-E002`` when another run holds the action.
+    """
+    run_id = uuid.uuid4().hex
+    with _registered(action, run_id):
+        claim, after = _latest_claim(spark, anchor, action)
+        if not after:
+            try:
+                create_anchor()
+            except Exception:
+                if table_version(spark, anchor) < 0:
+                    raise  # not a concurrent creation of the same table (another action, say)
+        resumed = False
+        done: frozenset[str] = frozenset()
+        run_pins: Mapping[str, int]
+        if claim is None:
+            attempt, run, run_pins = 1, 1, {}
+        elif _finished(spark, claim, action, parts, anchor, after):
+            attempt = claim.attempt + 1
+            run, run_pins = attempt, {}
+        elif claim.fingerprint == input_fingerprint:
+            resumed, run_id, run, attempt = True, claim.run_id, claim.run, claim.attempt + 1
+            run_pins = claim.pins
+            done = frozenset(_parts_done(spark, claim, [p for p in parts if p.tagged], anchor, after))
+        elif not (written := _parts_done(spark, claim, parts, anchor, after)):
+            # The unfinished run wrote nothing (it died before its first write): nothing to lose.
+            attempt = claim.attempt + 1
+            run, run_pins = attempt, {}
+        else:
+            started = claim.timestamp.isoformat() if claim.timestamp else "unknown time"
+            raise RunProtocolError(
+                f"run {claim.run_id} of {describe or 'this quarantine action'} (claimed at {started} in the log of "
+                f"'{anchor}', version {claim.version}) did not finish (it wrote: {', '.join(sorted(written))}), and "
+                "this run's input is not the input it read. Nothing was written. Rerun the pipeline with the "
+                "input of the unfinished run to finish it; "
+                "if that input is gone, restore what it did not write by hand and then call "
+                f"spark_quarantine.close_unfinished_run(spark, {anchor!r}) to let new runs start",
+                code="SQ-E001",
+                run_id=claim.run_id,
+                table=anchor,
+            )
+        if not resumed:
+            run_pins = dict(pins())
+        tag = {
+            "action": action,
+            "run_id": run_id,
+            "run": run,
+            "attempt": attempt,
+            "part": "claim",
+            "fingerprint": input_fingerprint,
+            "pins": dict(run_pins),
+            "final": parts[-1].role,
+        }
+        text = json.dumps({_TAG: tag}, sort_keys=True)
+        refused = RunProtocolError(
+            f"another run of {describe or 'this quarantine action'} claimed attempt {attempt} in the log of "
+            f"'{anchor}' at the same time; this run was refused before writing anything. Run them one after "
+            "the other",
+            code="SQ-E002",
+            run_id=run_id,
+            table=anchor,
+        )
+        try:
+            _mark(spark, anchor, action, attempt, text, "claim")
+        except Exception as exc:
+            if "Concurrent" in f"{type(exc).__name__} {exc}" or "CONCURRENT" in str(exc):
+                raise refused from exc
+            raise
+        mine = any(
+            t.get("part") == "claim" and t.get("run_id") == run_id and int(t.get("attempt", -1)) == attempt
+            for _, t in _claims(_history(spark, anchor, 5) or [], action)
+        )
+        if not mine:  # Delta skipped the claim: another run took this attempt first
+            raise refused
+        return Attempt(
+            spark, action, anchor, tuple(parts), run_id, run, attempt, input_fingerprint, resumed, done, run_pins
+        )
+
+
+def close_unfinished_run(spark: SparkSession, anchor: str) -> list[str]:
+    """Mark every unfinished run recorded in ``anchor``'s log as done; return their run ids.
+
+    For an operator, after ``SQ-E001``: once what the unfinished run did not write is restored
+    by hand (or known to be unneeded), new runs with other input may start.
+    """
+    commits = _history(spark, anchor, None) or []
+    latest: dict[str, Mapping[str, Any]] = {}
+    finished: set[tuple[str, str]] = set()
+    for commit in commits:
+        tag = commit.tag
+        if tag is None:
+            continue
+        action, run_id = str(tag.get("action")), str(tag.get("run_id"))
+        if tag.get("part") == "claim":
+            latest.setdefault(action, tag)
+        elif tag.get("part") in ("done", tag.get("final")):
+            finished.add((action, run_id))
+    closed = []
+    for action, tag in latest.items():
+        run_id = str(tag["run_id"])
+        if (action, run_id) in finished:
+            continue
+        done = json.dumps(
+            {_TAG: {"action": action, "run_id": run_id, "run": tag["run"], "part": "done"}}, sort_keys=True
+        )
+        _mark(spark, anchor, f"{action}/done", int(tag["run"]), done, "done")
+        closed.append(run_id)
+    return closed

@@ -191,6 +191,7 @@ def run_dlq(
         create_anchor=lambda: append(spark.createDataFrame([], df.schema), target_table, role="target table"),
         pins=lambda: {"inbox": table_version(spark, dlq.dlq_table), "outbox": table_version(spark, dlq.outbox)},
         describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target_table}'",
+        replay=batch is not None,
     )
     try:
         return _run_dlq(

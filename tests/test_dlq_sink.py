@@ -205,14 +205,15 @@ class TestSurrogateKey:
         rows = inbox_rows(df, df.columns, rules_failed("r"), "s").collect()
         assert len({r["_dlq_sk"] for r in rows}) == 2
 
-    def test_rescued_data_stays_out_of_the_payload_and_the_key(self, spark: SparkSession) -> None:
-        """_rescued_data goes to _dlq_rescued_data; working columns are not stored."""
+    def test_rescued_data_stays_out_of_the_payload_but_is_in_the_key(self, spark: SparkSession) -> None:
+        """_rescued_data goes to _dlq_rescued_data and into the key (rows differing only there stay two)."""
         df = spark.createDataFrame(
             [(1, '{"extra": 1}', True), (1, None, False)], "id INT, _rescued_data STRING, __sq_flag BOOLEAN"
         )
         rows = inbox_rows(df, ["id", "_rescued_data"], rules_failed("r"), "s").collect()
         assert [r["_dlq_rescued_data"] for r in rows] == ['{"extra": 1}', None]
-        assert rows[0]["_dlq_sk"] == rows[1]["_dlq_sk"]
+        assert rows[0]["_dlq_sk"] != rows[1]["_dlq_sk"]
+        assert all(len(r["_dlq_sk"]) == 64 for r in rows)  # SHA-256: 256 bits
         assert list(rows[0].asDict()) == [
             "_dlq_sk",
             "_dlq_source_table",
@@ -318,18 +319,31 @@ class TestRoundTrip:
         """Quarantined, fixed (by SQL UPDATE or mark_fixed) and read back: rows equal the originals."""
         source, df = recycled
         back = fixed_rows(spark, dlq, source, EVERY_TYPE)
-        assert back.columns == [*EVERY_TYPE.fieldNames(), "_dlq_sk", "_dlq_row_data"]
+        assert back.columns == [*EVERY_TYPE.fieldNames(), "_dlq_sk", "_dlq_row_data", "_dlq_misfit"]
+        assert back.filter(F.col("_dlq_misfit").isNotNull()).count() == 0
         got = back.select(*[F.col(f"`{c.replace('`', '``')}`") for c in EVERY_TYPE.fieldNames()]).collect()
         assert sorted(got, key=lambda r: r["id"]) == sorted(df.collect(), key=lambda r: r["id"])
 
     def test_rows_are_rebuilt_by_column_name(
         self, spark: SparkSession, dlq: str, recycled: tuple[str, DataFrame]
     ) -> None:
-        """The schema's order and types rule; a column the payload lacks is NULL."""
+        """The schema's order and types rule; a dropped column is left out (the row still fits)."""
         source, _ = recycled
-        schema = T.StructType.fromDDL("added DATE, `a.b` STRING, id BIGINT")
+        schema = T.StructType.fromDDL("`a.b` STRING, id BIGINT")
         rows = fixed_rows(spark, dlq, source, schema).drop("_dlq_sk", "_dlq_row_data").collect()
-        assert sorted(rows, key=lambda r: r["id"]) == [(None, "dots", 1), (None, None, 2), (None, "", 3)]
+        assert sorted(rows, key=lambda r: r["id"]) == [("dots", 1, None), (None, 2, None), ("", 3, None)]
+
+    def test_a_renamed_or_retyped_column_is_a_misfit_not_a_null(
+        self, spark: SparkSession, dlq: str, recycled: tuple[str, DataFrame]
+    ) -> None:
+        """Rebuilding by name must never turn a stored value into NULL: the row says why it does not fit."""
+        source, _ = recycled
+        renamed = T.StructType.fromDDL("added DATE, `a.b` STRING, id BIGINT")
+        misfits = {r["id"]: r["_dlq_misfit"] for r in fixed_rows(spark, dlq, source, renamed).collect()}
+        assert misfits[1] is not None and "added" in misfits[1] and "renamed?" in misfits[1]
+        retyped = T.StructType.fromDDL("`a.b` BOOLEAN, id BIGINT")
+        reasons = {r["id"]: r["_dlq_misfit"] for r in fixed_rows(spark, dlq, source, retyped).collect()}
+        assert reasons[1] is not None and "column a.b" in reasons[1] and "BOOLEAN" in reasons[1]
 
 
 class TestInboxMerge:
@@ -459,7 +473,9 @@ class TestMarkFixed:
             .collect()
         )
         assert [(c["_dlq_sk"], c["_dlq_status"]) for c in changes] == [(keys[1], "fixed")]
-        typed = fixed_rows(spark, dlq, source, T.StructType.fromDDL(SIMPLE)).drop("_dlq_sk", "_dlq_row_data")
+        typed = fixed_rows(spark, dlq, source, T.StructType.fromDDL(SIMPLE)).drop(
+            "_dlq_sk", "_dlq_row_data", "_dlq_misfit"
+        )
         assert typed.collect() == [Row(id=1, amount=Decimal("10.50"), note="corrected")]
 
     def test_types_come_from_the_source_table_when_it_exists(self, spark: SparkSession, dlq: str, table: str) -> None:

@@ -11,10 +11,9 @@ only in the Delta logs of the tables it writes, never in rows a user can delete:
   its input. Two runs that claim the same attempt cannot both commit: Delta skips the
   second write, or fails it with a concurrent-transaction conflict, and that run is refused
   (``SQ-E002``) before it writes anything;
-* **parts.** Every append of the run carries the same tag and its own idempotent-write pair
-  (``txnAppId = <action>/<part>``, ``txnVersion = <run number>``): however many attempts a
-  run takes (a crash and a rerun, or a rerun racing a slow first attempt), each part lands
-  at most once, in its own table's log;
+* **parts.** Every append of the run carries the same tag in its commit's ``userMetadata``
+  (the commit that adds the rows carries it, so a crash cannot separate them): a rerun
+  finds which parts an earlier attempt committed and writes only the others;
 * **finish.** A run is finished when its last part is committed, or when it wrote a
   ``done`` mark to the anchor (a run stopped by a ``fail`` rule). The next run reads the
   anchor's ``DESCRIBE HISTORY`` (and, if needed, the last part's): an unfinished run is
@@ -24,8 +23,8 @@ only in the Delta logs of the tables it writes, never in rows a user can delete:
 The history is read with ``DESCRIBE HISTORY`` and the options are the DataFrameWriter's
 own, so the protocol needs no JVM object and works on Spark Connect. Deleting rows of any
 table, recreating a DLQ or resetting a streaming checkpoint cannot make an append be
-skipped: a part's idempotent-write version is the run's number in that same table's log,
-and a run number only grows while that log lives.
+skipped: a claim's idempotent-write version is an attempt number read from that same
+table's log, and a part is skipped only when a commit tagged with the same run id is found.
 """
 
 from __future__ import annotations
@@ -193,6 +192,7 @@ class Attempt:
     pins: Mapping[str, int] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)  # parts whose write created their table (no tag kept)
     _released: bool = False
+    _found: dict[str, _Commit | None] = field(default_factory=dict)
 
     def tag(self, role: str) -> str:
         """The ``userMetadata`` of this run's commit of ``role``."""
@@ -201,30 +201,50 @@ class Attempt:
         )
 
     def options(self, role: str) -> dict[str, str]:
-        """Write options of this run's part ``role``: its tag and its idempotent-write pair."""
-        return {"userMetadata": self.tag(role), "txnAppId": f"{self.action}/{role}", "txnVersion": str(self.run)}
+        """Write options of this run's part ``role``: its tag, in the same commit as the rows.
+
+        No idempotent-write pair: in open-source Delta each costs three state-reconstruction
+        jobs, and the claim already serialises the runs of an action.
+        """
+        return {"userMetadata": self.tag(role)}
 
     def is_done(self, role: str) -> bool:
         """Whether an earlier attempt of this run already committed part ``role``."""
         return role in self.done
 
     def output_rows(self, role: str) -> int | None:
-        """Rows this run's ``role`` commit wrote (its ``numOutputRows``; None if not found)."""
+        """Rows this run's ``role`` commit wrote (its ``numOutputRows``; 0 when no commit: an
+        append of no rows commits nothing; None when Delta recorded no metrics)."""
+        commit = self._commit(role)
+        return 0 if commit is None else commit.rows
+
+    def _commit(self, role: str) -> _Commit | None:
+        if role in self._found:
+            return self._found[role]
         table = self._table(role)
+        found = None
         for commit in _history(self.spark, table, 10) or []:
             if commit.tag is not None and commit.tag.get("run_id") == self.run_id and commit.tag.get("part") == role:
-                return commit.rows
+                found = commit
+                break
             if commit.tag is None and commit.version == 0 and role in self.created:
-                return commit.rows  # the commit that created the table drops its tag
-        return None
+                found = commit  # the commit that created the table drops its tag
+                break
+        self._found[role] = found
+        return found
 
     def _table(self, role: str) -> str:
         return next(p.table for p in self.parts if p.role == role)
 
     def finish(self, *, final_written: bool) -> None:
-        """End the attempt; when the last part was not written (a ``fail`` rule), mark the run done."""
+        """End the attempt; mark the run done unless its last part's commit records it.
+
+        That commit is missing when the last part was not written (a ``fail`` rule) and when
+        it had no rows (Delta commits nothing for an empty append).
+        """
+        final = self.parts[-1].role
         try:
-            if not final_written:
+            if not final_written or (final not in self.done and self._commit(final) is None):
                 _mark(self.spark, self.anchor, f"{self.action}/done", self.run, self.tag("done"), "done")
         finally:
             self.release()
@@ -358,13 +378,16 @@ def open_run(
     create_anchor: Callable[[], None],
     pins: Callable[[], Mapping[str, int]] = dict,
     describe: str = "",
+    replay: bool = False,
 ) -> Attempt:
     """Claim the next run of ``action`` (or resume its unfinished one) before anything is written.
 
     ``parts`` are the run's writes in order; the last is the one that finishes it. ``anchor``
     holds the claims (created by ``create_anchor`` when absent). ``pins`` gives, for a new
     run, the table versions it reads from its own tables (the DLQ inbox and outbox), so a
-    resumed run reads exactly what the first attempt read.
+    resumed run reads exactly what the first attempt read. With ``replay`` (micro-batches) an
+    input with the fingerprint of the last *finished* run is that run replayed: nothing is
+    written again.
 
     Raises :class:`~spark_quarantine.errors.RunProtocolError`: ``SQ-E001`` when an unfinished
     run had other input, ``SQ-E002`` when another run holds the action.
@@ -383,6 +406,14 @@ def open_run(
         run_pins: Mapping[str, int]
         if claim is None:
             attempt, run, run_pins = 1, 1, {}
+        elif (
+            replay and claim.fingerprint == input_fingerprint and _finished(spark, claim, action, parts, anchor, after)
+        ):
+            # A micro-batch that Spark replays although its run finished (the query died before
+            # committing its offsets): evaluated again, written nowhere twice.
+            resumed, run_id, run, attempt = True, claim.run_id, claim.run, claim.attempt + 1
+            run_pins = claim.pins
+            done = frozenset(p.role for p in parts)
         elif _finished(spark, claim, action, parts, anchor, after):
             attempt = claim.attempt + 1
             run, run_pins = attempt, {}

@@ -573,25 +573,35 @@ def recycled_keys(spark: SparkSession, dlq_table: str, source_table: str, versio
 
 
 def _fit_problems(payload: Column, decoded: Sequence[tuple[StructField, Column]]) -> Column:
-    """Why a payload does not fit the source schema ('' when it fits): a value that cannot become
-    its column's type, or a (non-NULL) field the schema no longer has (a renamed column)."""
+    """Why a payload does not fit the source schema ('' when it fits).
+
+    A stored value that cannot become its column's type (a retyped column), or a renamed
+    column: the payload has a non-NULL field the schema lacks while a schema column is absent
+    from the payload, so rebuilding by name would write NULL where the operator's value was.
+    A field that is simply gone (a dropped column) fits.
+    """
     fields = payload.try_cast("map<string,variant>")
     names = [f.name for f, _ in decoded]
     problems = [
         F.when(
             fields[f.name].isNotNull() & ~F.is_variant_null(fields[f.name]) & value.isNull(),
-            F.lit(f"{f.name}: the stored value is not a {f.dataType.simpleString().upper()}"),
+            F.lit(f"column {f.name}: the stored value is not a {f.dataType.simpleString().upper()}"),
         )
         for f, value in decoded
     ]
-    extra = F.filter(
-        F.map_keys(fields),
-        lambda k: ~k.isin(*names) & ~F.is_variant_null(F.element_at(fields, k)) if names else F.lit(True),
-    )
+    keys = F.map_keys(fields)
+    extra = F.filter(keys, lambda k: ~k.isin(*names) & ~F.is_variant_null(F.element_at(fields, k)))
+    absent = F.array_except(F.array(*[F.lit(n) for n in names]), keys) if names else F.array().cast("array<string>")
     problems.append(
         F.when(
-            F.size(extra) > 0,
-            F.concat(F.lit("field(s) the source no longer has: "), F.array_join(F.array_sort(extra), ", ")),
+            (F.size(extra) > 0) & (F.size(absent) > 0),
+            F.concat(
+                F.lit("field(s) the source no longer has: "),
+                F.array_join(F.array_sort(extra), ", "),
+                F.lit("; column(s) the stored row lacks: "),
+                F.array_join(F.array_sort(absent), ", "),
+                F.lit(" (renamed?)"),
+            ),
         )
     )
     return F.concat_ws("; ", *problems)

@@ -189,13 +189,14 @@ def with_quarantine(
                     check_appendable(session, errors_to, error_table_schema(df.schema), role="error table")
                 if target is not None:
                     check_appendable(session, target, df.schema, role="target table")
-                parts = ([Part("errors", errors_to)] if errors_to is not None else []) + (
-                    [Part("target", target)] if target is not None else []
-                )
                 if errors_to is None:
                     # One append and nothing else: atomic by itself, and a claim would have to
                     # create the target before a fail rule is known (see docs/tables.md).
                     return None
+                parts = [Part("errors", errors_to)] + ([Part("target", target)] if target is not None else [])
+                final = parts[-1].role
+                if stats_table:
+                    parts.append(Part("stats", stats_table))
                 anchor = parts[0].table
                 schema = error_table_schema(df.schema) if errors_to is not None else df.schema
                 attempt = open_run(
@@ -208,6 +209,7 @@ def with_quarantine(
                         session.createDataFrame([], schema), anchor, role=f"{parts[0].role} table"
                     ),
                     describe=f"the quarantine of '{func.__qualname__}'",
+                    final=final,
                 )
                 attempts.append(attempt)
                 return attempt.run_id
@@ -231,7 +233,7 @@ def with_quarantine(
                     precheck=precheck,
                     target_reports_rows=True,
                     failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
-                    stats_options=(lambda: attempts[0].options("stats")) if stats_table else None,
+                    stats_options=lambda: attempts[0].stats_options() if attempts else {},
                     on_recorded=recorded,
                 )
             finally:

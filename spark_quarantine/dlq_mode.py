@@ -16,7 +16,6 @@ run (batch):
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from spark_quarantine.run.protocol import (
     fingerprint,
     fingerprint_of_values,
     open_run,
+    query_generation,
     table_version,
 )
 from spark_quarantine.runner import RunOutcome, run_checks
@@ -181,6 +181,8 @@ def run_dlq(
     # rerun); the target append is the run's last write and is recorded with the run.
     parts = [Part("inbox", dlq.dlq_table, tagged=False), Part("outbox", dlq.outbox, tagged=False)]
     parts.append(Part("target", target_table))
+    if stats_table:
+        parts.append(Part("stats", stats_table))
     fingerprint_of = fingerprint(df) if batch is None else fingerprint_of_values(kind, batch.query_id, batch.batch_id)
     attempt = open_run(
         spark,
@@ -192,6 +194,7 @@ def run_dlq(
         pins=lambda: {"inbox": table_version(spark, dlq.dlq_table), "outbox": table_version(spark, dlq.outbox)},
         describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target_table}'",
         replay=batch is not None,
+        final="target",
     )
     try:
         return _run_dlq(
@@ -307,21 +310,13 @@ def _run_dlq(
         carry=(RECYCLED_SK,),
         error_row_builder=build_inbox,
         extra_warnings=warnings,
-        stats_options=lambda: attempt.options("stats"),
+        stats_options=attempt.stats_options,
         on_recorded=recorded,
     )
 
 
 _INBOX = [name for name, _ in INBOX_COLUMNS]
 REQUEUE, DONE, MISFIT = f"{FLAG_PREFIX}requeue_row", f"{FLAG_PREFIX}recycled_row", "_dlq_misfit"
-
-
-def _query_id(spark: SparkSession, checkpoint: str, cache: dict[str, str]) -> str:
-    """The id of the query whose checkpoint is ``checkpoint`` (its generation: a reset gives a new one)."""
-    if checkpoint not in cache:
-        first = spark.read.text(f"{checkpoint.rstrip('/')}/metadata").first()
-        cache[checkpoint] = str(json.loads(first[0])["id"]) if first is not None else checkpoint
-    return cache[checkpoint]
 
 
 def start_dlq_stream(
@@ -383,7 +378,9 @@ def start_dlq_stream(
                     rows = batch.join(done, "_dlq_sk", "left_anti").dropDuplicates(["_dlq_sk"])
                     return decode_inbox_rows(rows, schema)
 
-            micro = MicroBatch(kind, _query_id(spark, location, ids), batch_id)
+            if location not in ids:
+                ids[location] = query_generation(spark, location)
+            micro = MicroBatch(kind, ids[location], batch_id)
             with fault_scope(f"stream-{kind}"):
                 outcome = run_dlq(
                     source,

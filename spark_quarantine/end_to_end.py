@@ -8,7 +8,6 @@ with spark_quarantine's ``drop``/``ignore``/``fail`` semantics and no workspace 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -24,12 +23,27 @@ from pyspark.sql.types import StructType
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings, parse_user_conf
 from spark_quarantine.errors import InvalidParameterError, RunsFailedError
-from spark_quarantine.evaluate import Flagged
+from spark_quarantine.evaluate import Flagged, col
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.rules import Rule
+from spark_quarantine.run.protocol import (
+    Attempt,
+    Part,
+    action_key,
+    fingerprint,
+    fingerprint_of_values,
+    open_run,
+    query_generation,
+)
 from spark_quarantine.runner import Writer, run_checks
-from spark_quarantine.sinks.delta import check_appendable, needs_column_mapping, table_exists, table_name_problem
+from spark_quarantine.sinks.delta import (
+    check_appendable,
+    needs_column_mapping,
+    table_exists,
+    table_name_problem,
+    written,
+)
 from spark_quarantine.sinks.error_table import error_table_schema
 
 __all__ = [
@@ -172,8 +186,14 @@ def read_input(spark: SparkSession, config: InputConfig) -> DataFrame:
     return reader.table(config.location)  # type: ignore[no-any-return]
 
 
-def save(df: DataFrame, config: OutputConfig, *, extra_options: Mapping[str, str] | None = None) -> None:
-    """Write ``df`` as ``config`` says: format, mode, options, partitioning, clustering; path or table."""
+def save(
+    df: DataFrame, config: OutputConfig, *, extra_options: Mapping[str, str] | None = None, role: str = "output"
+) -> None:
+    """Write ``df`` as ``config`` says: format, mode, options, partitioning, clustering; path or table.
+
+    Through the one Delta writer's error handling: a failure is a coded ``TableWriteError``
+    (``SQ-W001``) or ``SchemaConflictError`` (``SQ-S003``) naming the location.
+    """
     writer: Any = df.write.format(config.format).mode(config.mode).options(**config.options)
     if extra_options:
         writer = writer.options(**extra_options)
@@ -186,10 +206,8 @@ def save(df: DataFrame, config: OutputConfig, *, extra_options: Mapping[str, str
             raise InvalidParameterError(f"cluster_by needs format 'delta', found {config.format!r}")
         if config.mode == "overwrite" or not _exists(df.sparkSession, config):
             _create_clustered(df, config)
-    if is_path(config.location):
-        writer.save(config.location)
-    else:
-        writer.saveAsTable(config.location)
+    location = config.location
+    written(role, location, lambda: writer.save(location) if is_path(location) else writer.saveAsTable(location))
 
 
 def _create_clustered(df: DataFrame, config: OutputConfig) -> None:
@@ -293,22 +311,74 @@ class _Plan:
     stats_table: str | None
 
 
-def _writers(
-    plan: _Plan, extra_options: Mapping[str, str] | None = None
-) -> tuple[Writer | None, Writer | None, Writer | None]:
-    """(target, errors, annotated) writers for the plan's output shape."""
+def _parts(plan: _Plan) -> list[tuple[Part, OutputConfig]]:
+    """The run's writes in order (quarantine, then output), each with its config."""
+    out, quarantine = plan.output_config, plan.quarantine_config
+    parts: list[tuple[Part, OutputConfig]] = []
+    if quarantine is not None:
+        parts.append((Part("errors", quarantine.location), quarantine))
+    if out is not None:
+        parts.append((Part("target", out.location), out))
+    return parts
+
+
+def _open(session: SparkSession, df: DataFrame, plan: _Plan, batch: tuple[str, int] | None) -> Attempt | None:
+    """Claim the run in the anchor's Delta log; None when an output is not Delta (no log to record it in)."""
+    parts = _parts(plan)
+    if not parts or any(config.format != "delta" for _, config in parts):
+        return None
+    anchor, anchor_config = parts[0]
+    input_schema = StructType([f for f in df.schema.fields if not f.name.startswith("__sq_")])
+    schema = (
+        error_table_schema(input_schema) if anchor.role == "errors" or plan.quarantine_config is None else input_schema
+    )
+    roles = [p for p, _ in parts]
+    if plan.stats_table:
+        roles.append(Part("stats", plan.stats_table))
+
+    def create() -> None:
+        save(session.createDataFrame([], schema), replace(anchor_config, mode="append"))
+
+    kind = "end-to-end" if batch is None else "end-to-end-stream"
+    return open_run(
+        session,
+        action=action_key(kind, *[p.table for p, _ in parts]),
+        anchor=anchor.table,
+        parts=roles,
+        input_fingerprint=fingerprint(df) if batch is None else fingerprint_of_values(kind, *batch),
+        create_anchor=create,
+        describe=f"the end-to-end run of '{plan.input_config.location}'",
+        replay=batch is not None,
+        final=parts[-1][0].role,
+    )
+
+
+def _writers(plan: _Plan, attempts: list[Attempt]) -> tuple[Writer | None, Writer | None, Writer | None]:
+    """(target, errors, annotated) writers for the plan's output shape, tagged by the run's attempt."""
     out, quarantine = plan.output_config, plan.quarantine_config
 
-    def writer(config: OutputConfig) -> Writer:
-        return lambda frame: save(frame, config, extra_options=extra_options)
+    def writer(config: OutputConfig, role: str) -> Writer:
+        def write(frame: DataFrame) -> None:
+            attempt = attempts[0] if attempts else None
+            if attempt is not None and attempt.is_done(role):
+                frame.write.format("noop").mode("overwrite").save()  # written by an earlier attempt
+                return
+            if attempt is not None and not _exists(frame.sparkSession, config):
+                attempt.created.add(role)
+            options = attempt.options(role) if attempt is not None else None
+            save(frame, config, extra_options=options, role="output" if role == "target" else "quarantine table")
+
+        return write
 
     if out is not None and quarantine is None:
-        return None, None, writer(out)
-    return (writer(out) if out else None), (writer(quarantine) if quarantine else None), None
+        return None, None, writer(out, "target")
+    return (writer(out, "target") if out else None), (writer(quarantine, "errors") if quarantine else None), None
 
 
-def _precheck(plan: _Plan) -> Callable[[Flagged, SparkSession], None]:
-    def check(flagged: Flagged, session: SparkSession) -> None:
+def _precheck(
+    plan: _Plan, attempts: list[Attempt], batch: tuple[str, int] | None
+) -> Callable[[Flagged, SparkSession], str | None]:
+    def check(flagged: Flagged, session: SparkSession) -> str | None:
         input_schema = StructType(flagged.df.schema.fields[: len(flagged.columns)])
         annotated = plan.quarantine_config is None
         for config, schema, role in (
@@ -318,31 +388,46 @@ def _precheck(plan: _Plan) -> Callable[[Flagged, SparkSession], None]:
             appends_to_table = config is not None and config.mode == "append" and config.format == "delta"
             if appends_to_table and config is not None and not is_path(config.location):
                 check_appendable(session, config.location, schema, role=role)
+        attempt = _open(session, flagged.df.select(*[col(c) for c in flagged.columns]), plan, batch)
+        if attempt is None:
+            return None
+        attempts.append(attempt)
+        return attempt.run_id
 
     return check
 
 
-def _run_batch(
-    session: SparkSession, df: DataFrame, plan: _Plan, *, extra_options: Mapping[str, str] | None = None
-) -> RunResult:
-    write_target, write_errors, write_annotated = _writers(plan, extra_options)
+def _run_batch(session: SparkSession, df: DataFrame, plan: _Plan, *, batch: tuple[str, int] | None = None) -> RunResult:
+    attempts: list[Attempt] = []
     out, quarantine = plan.output_config, plan.quarantine_config
-    outcome = run_checks(
-        df,
-        plan.rules,
-        settings=plan.settings,
-        spark=session,
-        product_id=plan.product_id,
-        target_table=out.location if out else None,
-        error_table=quarantine.location if quarantine else None,
-        stats_table=plan.stats_table,
-        write_target=write_target,
-        write_errors=write_errors,
-        write_annotated=write_annotated,
-        precheck=_precheck(plan) if extra_options is None else None,
-        observe=extra_options is None,
-        failed_rows_reader=_reader_of(session, quarantine or out),
-    )
+    write_target, write_errors, write_annotated = _writers(plan, attempts)
+
+    def recorded(passed: bool) -> None:
+        if attempts:
+            attempts[0].finish(final_written=passed or out is None)
+
+    try:
+        outcome = run_checks(
+            df,
+            plan.rules,
+            settings=plan.settings,
+            spark=session,
+            product_id=plan.product_id,
+            target_table=out.location if out else None,
+            error_table=quarantine.location if quarantine else None,
+            stats_table=plan.stats_table,
+            write_target=write_target,
+            write_errors=write_errors,
+            write_annotated=write_annotated,
+            precheck=_precheck(plan, attempts, batch),
+            observe=batch is None,
+            failed_rows_reader=_reader_of(session, quarantine or out),
+            stats_options=lambda: attempts[0].stats_options() if attempts else {},
+            on_recorded=recorded,
+        )
+    finally:
+        if attempts:
+            attempts[0].release()
     return outcome.result
 
 
@@ -368,22 +453,23 @@ def _checkpoint(plan: _Plan) -> str:
 
 def _run_stream(session: SparkSession, plan: _Plan) -> RunResult | StreamingQuery:
     checkpoint = _checkpoint(plan)
-    # Delta idempotent writes: the same (appId, version) is written at most once per table.
-    app_id = "spark_quarantine-" + hashlib.sha256(checkpoint.encode()).hexdigest()[:24]
     batches: list[RunResult] = []
+    generation: list[str] = []
     failures: list[BaseException] = []
     lock = threading.Lock()
     log = get_logger(product_id=plan.product_id, checkpoint=checkpoint)
 
     def per_batch(batch: DataFrame, batch_id: int) -> None:
-        options = {"txnAppId": app_id, "txnVersion": str(batch_id)}
+        # Each micro-batch is a run of the run protocol, known by its query's id and batch id.
+        if not generation:
+            generation.append(query_generation(session, checkpoint))
         stripped = replace(
             plan,
             output_config=_without_checkpoint(plan.output_config),
             quarantine_config=_without_checkpoint(plan.quarantine_config),
         )
         try:
-            result = _run_batch(session, batch, stripped, extra_options=options)
+            result = _run_batch(session, batch, stripped, batch=(generation[0], batch_id))
         except Exception as exc:
             with lock:
                 failures.append(exc)

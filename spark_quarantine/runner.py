@@ -116,7 +116,7 @@ def run_checks(
     after_writes: Callable[[DataFrame], None] | None = None,
     extra_warnings: Sequence[Problem] = (),
     run_id: str | None = None,
-    stats_options: Callable[[], Mapping[str, str]] | None = None,
+    stats_options: Callable[[], Mapping[str, str] | None] | None = None,
     on_recorded: Callable[[bool], None] | None = None,
 ) -> RunOutcome:
     """Run ``rules`` over ``df`` and write through the given writers; see the module docstring.
@@ -216,8 +216,9 @@ def run_checks(
         )
 
     def record(outcome: RunResult) -> None:
-        if stats_table:
-            write_stats(session, stats_table, outcome, options=stats_options() if stats_options else None)
+        options = stats_options() if stats_options else {}
+        if stats_table and options is not None:  # None: an earlier attempt of this run wrote it
+            write_stats(session, stats_table, outcome, options=options)
         if on_recorded is not None:
             on_recorded(outcome.passed)
 

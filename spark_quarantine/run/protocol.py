@@ -51,6 +51,7 @@ __all__ = [
     "fingerprint",
     "fingerprint_of_values",
     "open_run",
+    "query_generation",
     "table_version",
 ]
 
@@ -93,6 +94,15 @@ def fingerprint(df: DataFrame, *extra: object) -> str:
 def fingerprint_of_values(*values: object) -> str:
     """A fingerprint of an input known by values (a micro-batch: its query id and batch id)."""
     return hashlib.sha256(json.dumps([str(v) for v in values]).encode()).hexdigest()[:32]
+
+
+def query_generation(spark: SparkSession, checkpoint: str) -> str:
+    """The id a streaming query keeps in its checkpoint: a reset checkpoint gives a new one.
+
+    Read from ``<checkpoint>/metadata``, which Spark writes before the first micro-batch.
+    """
+    first = spark.read.text(f"{checkpoint.rstrip('/')}/metadata").first()
+    return str(json.loads(first[0])["id"]) if first is not None else checkpoint
 
 
 @dataclass(frozen=True)
@@ -193,6 +203,7 @@ class Attempt:
     created: set[str] = field(default_factory=set)  # parts whose write created their table (no tag kept)
     _released: bool = False
     _found: dict[str, _Commit | None] = field(default_factory=dict)
+    final: str = ""
 
     def tag(self, role: str) -> str:
         """The ``userMetadata`` of this run's commit of ``role``."""
@@ -211,6 +222,10 @@ class Attempt:
     def is_done(self, role: str) -> bool:
         """Whether an earlier attempt of this run already committed part ``role``."""
         return role in self.done
+
+    def stats_options(self) -> dict[str, str] | None:
+        """Options of the stats row's append, or None when an earlier attempt appended it."""
+        return None if self.is_done("stats") else self.options("stats")
 
     def output_rows(self, role: str) -> int | None:
         """Rows this run's ``role`` commit wrote (its ``numOutputRows``; 0 when no commit: an
@@ -242,7 +257,7 @@ class Attempt:
         That commit is missing when the last part was not written (a ``fail`` rule) and when
         it had no rows (Delta commits nothing for an empty append).
         """
-        final = self.parts[-1].role
+        final = self.final or self.parts[-1].role
         try:
             if not final_written or (final not in self.done and self._commit(final) is None):
                 _mark(self.spark, self.anchor, f"{self.action}/done", self.run, self.tag("done"), "done")
@@ -379,10 +394,12 @@ def open_run(
     pins: Callable[[], Mapping[str, int]] = dict,
     describe: str = "",
     replay: bool = False,
+    final: str | None = None,
 ) -> Attempt:
     """Claim the next run of ``action`` (or resume its unfinished one) before anything is written.
 
-    ``parts`` are the run's writes in order; the last is the one that finishes it. ``anchor``
+    ``parts`` are the run's writes; ``final`` (default: the last) is the one that finishes it
+    (a part after it, such as the stats row, is skipped on a rerun when already there). ``anchor``
     holds the claims (created by ``create_anchor`` when absent). ``pins`` gives, for a new
     run, the table versions it reads from its own tables (the DLQ inbox and outbox), so a
     resumed run reads exactly what the first attempt read. With ``replay`` (micro-batches) an
@@ -448,7 +465,7 @@ def open_run(
             "part": "claim",
             "fingerprint": input_fingerprint,
             "pins": dict(run_pins),
-            "final": parts[-1].role,
+            "final": final or parts[-1].role,
         }
         text = json.dumps({_TAG: tag}, sort_keys=True)
         refused = RunProtocolError(
@@ -472,7 +489,18 @@ def open_run(
         if not mine:  # Delta skipped the claim: another run took this attempt first
             raise refused
         return Attempt(
-            spark, action, anchor, tuple(parts), run_id, run, attempt, input_fingerprint, resumed, done, run_pins
+            spark,
+            action,
+            anchor,
+            tuple(parts),
+            run_id,
+            run,
+            attempt,
+            input_fingerprint,
+            resumed,
+            done,
+            run_pins,
+            final=final or parts[-1].role,
         )
 
 

@@ -237,7 +237,7 @@ def _run_dlq(
     combined = df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
         fitting.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
     )
-    occurrence = f"{attempt.action}:{attempt.run}"
+    occurrence = attempt.run_id  # the same in every attempt of the run, new for every run
 
     def build_inbox(flagged: Flagged, frame: DataFrame) -> DataFrame:
         # A recycled row keeps its inbox key, so one that still fails is requeued on its own row;

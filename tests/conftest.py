@@ -88,3 +88,13 @@ def make_server() -> Iterator[Callable[[], RecordingServer]]:
     yield make
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port with nothing listening: a notifier sent there fails at once."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

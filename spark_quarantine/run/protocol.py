@@ -204,6 +204,7 @@ class Attempt:
     _released: bool = False
     _found: dict[str, _Commit | None] = field(default_factory=dict)
     final: str = ""
+    token: str = ""  # what this attempt registered as the action's live run in this process
 
     def tag(self, role: str) -> str:
         """The ``userMetadata`` of this run's commit of ``role``."""
@@ -268,7 +269,7 @@ class Attempt:
         """Let another run of the action start in this process (after a finish or a failure)."""
         if not self._released:
             with _live_lock:
-                if _live.get(self.action) == self.run_id:
+                if _live.get(self.action) == (self.token or self.run_id):
                     del _live[self.action]
             self._released = True
 
@@ -409,8 +410,8 @@ def open_run(
     Raises :class:`~spark_quarantine.errors.RunProtocolError`: ``SQ-E001`` when an unfinished
     run had other input, ``SQ-E002`` when another run holds the action.
     """
-    run_id = uuid.uuid4().hex
-    with _registered(action, run_id):
+    run_id = token = uuid.uuid4().hex
+    with _registered(action, token):
         claim, after = _latest_claim(spark, anchor, action)
         if not after:
             try:
@@ -501,6 +502,7 @@ def open_run(
             done,
             run_pins,
             final=final or parts[-1].role,
+            token=token,
         )
 
 

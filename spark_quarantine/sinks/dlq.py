@@ -24,11 +24,22 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
+    ByteType,
     DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
     MapType,
+    ShortType,
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 from pyspark.sql.window import Window
 
@@ -572,6 +583,35 @@ def recycled_keys(spark: SparkSession, dlq_table: str, source_table: str, versio
     )
 
 
+def _keeps_meaning(data_type: DataType, stored: Column) -> Column:
+    """Whether a value stored as the VARIANT type ``stored`` (its ``schema_of_variant``) becomes
+    ``data_type`` without changing meaning: 1.0 cast to BOOLEAN or to INT casts, but is not
+    the value the operator fixed."""
+    integral = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+    if isinstance(data_type, BooleanType):
+        allowed: tuple[str, ...] = ("BOOLEAN",)
+    elif isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
+        allowed = integral
+    elif isinstance(data_type, (FloatType, DoubleType, DecimalType)):
+        allowed = (*integral, "FLOAT", "DOUBLE", "DECIMAL")
+    elif isinstance(data_type, StringType):
+        allowed = ("STRING",)
+    elif isinstance(data_type, DateType):
+        allowed = ("DATE",)
+    elif isinstance(data_type, (TimestampType, TimestampNTZType)):
+        allowed = ("TIMESTAMP", "TIMESTAMP_NTZ", "DATE")
+    elif isinstance(data_type, BinaryType):
+        allowed = ("BINARY",)
+    elif isinstance(data_type, (StructType, MapType)):
+        allowed = ("OBJECT",)
+    elif isinstance(data_type, ArrayType):
+        allowed = ("ARRAY",)
+    else:
+        return F.lit(True)
+    head = F.regexp_extract(stored, r"^([A-Z_]+)", 1)
+    return head.isin(*allowed)
+
+
 def _fit_problems(payload: Column, decoded: Sequence[tuple[StructField, Column]]) -> Column:
     """Why a payload does not fit the source schema ('' when it fits).
 
@@ -582,13 +622,16 @@ def _fit_problems(payload: Column, decoded: Sequence[tuple[StructField, Column]]
     """
     fields = payload.try_cast("map<string,variant>")
     names = [f.name for f, _ in decoded]
-    problems = [
-        F.when(
-            fields[f.name].isNotNull() & ~F.is_variant_null(fields[f.name]) & value.isNull(),
-            F.lit(f"column {f.name}: the stored value is not a {f.dataType.simpleString().upper()}"),
+    problems = []
+    for f, value in decoded:
+        stored = fields[f.name]
+        present = stored.isNotNull() & ~F.is_variant_null(stored)
+        problems.append(
+            F.when(
+                present & (value.isNull() | ~_keeps_meaning(f.dataType, F.schema_of_variant(stored))),
+                F.lit(f"column {f.name}: the stored value is not a {f.dataType.simpleString().upper()}"),
+            )
         )
-        for f, value in decoded
-    ]
     keys = F.map_keys(fields)
     extra = F.filter(keys, lambda k: ~k.isin(*names) & ~F.is_variant_null(F.element_at(fields, k)))
     absent = F.array_except(F.array(*[F.lit(n) for n in names]), keys) if names else F.array().cast("array<string>")

@@ -17,10 +17,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["boundary", "fault_scope", "seam"]
+__all__ = ["SimulatedCrash", "boundary", "crash_at", "fault_scope", "seam"]
 
 _VARIABLE = "SPARK_QUARANTINE_KILL_AT"
 _scope: ContextVar[str | None] = ContextVar("spark_quarantine_fault_scope", default=None)
+_crash: ContextVar[str | None] = ContextVar("spark_quarantine_simulated_crash", default=None)
+
+
+class SimulatedCrash(BaseException):
+    """Raised at a boundary inside :func:`crash_at`: the in-process model of a process dying there.
+
+    A BaseException, so no ``except Exception`` of the library runs after it: the commits made
+    before the boundary stay, nothing after it happens (the fault-model tests rely on this).
+    """
+
+
+@contextmanager
+def crash_at(point: str) -> Iterator[None]:
+    """Boundaries named ``point`` reached inside this block raise :class:`SimulatedCrash`."""
+    token = _crash.set(point)
+    try:
+        yield
+    finally:
+        _crash.reset(token)
 
 
 @contextmanager
@@ -35,6 +54,8 @@ def fault_scope(scope: str) -> Iterator[None]:
 
 def boundary(name: str) -> None:
     """A write boundary: die here when the tests ask for it."""
+    if _crash.get() == name:
+        raise SimulatedCrash(name)
     wanted = os.environ.get(_VARIABLE)
     if not wanted:
         return

@@ -194,9 +194,9 @@ def with_quarantine(
                     # create the target before a fail rule is known (see docs/tables.md).
                     return None
                 parts = [Part("errors", errors_to)] + ([Part("target", target)] if target is not None else [])
-                final = parts[-1].role
-                if stats_table:
+                if stats_table:  # the stats row is the run's last write: a run is finished once it is there
                     parts.append(Part("stats", stats_table))
+                final = parts[-1].role
                 anchor = parts[0].table
                 schema = error_table_schema(df.schema) if errors_to is not None else df.schema
                 attempt = open_run(

@@ -194,7 +194,6 @@ def run_dlq(
         pins=lambda: {"inbox": table_version(spark, dlq.dlq_table), "outbox": table_version(spark, dlq.outbox)},
         describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target_table}'",
         replay=batch is not None,
-        final="target",
     )
     try:
         return _run_dlq(

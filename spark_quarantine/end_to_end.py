@@ -349,7 +349,6 @@ def _open(session: SparkSession, df: DataFrame, plan: _Plan, batch: tuple[str, i
         create_anchor=create,
         describe=f"the end-to-end run of '{plan.input_config.location}'",
         replay=batch is not None,
-        final=parts[-1][0].role,
     )
 
 

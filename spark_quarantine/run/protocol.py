@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -468,7 +469,6 @@ def open_run(
             "pins": dict(run_pins),
             "final": final or parts[-1].role,
         }
-        text = json.dumps({_TAG: tag}, sort_keys=True)
         refused = RunProtocolError(
             f"another run of {describe or 'this quarantine action'} claimed attempt {attempt} in the log of "
             f"'{anchor}' at the same time; this run was refused before writing anything. Run them one after "
@@ -477,18 +477,25 @@ def open_run(
             run_id=run_id,
             table=anchor,
         )
-        try:
-            _mark(spark, anchor, action, attempt, text, "claim")
-        except Exception as exc:
-            if "Concurrent" in f"{type(exc).__name__} {exc}" or "CONCURRENT" in str(exc):
-                raise refused from exc
-            raise
-        mine = any(
-            t.get("part") == "claim" and t.get("run_id") == run_id and int(t.get("attempt", -1)) == attempt
-            for _, t in _claims(_history(spark, anchor, 5) or [], action)
-        )
-        if not mine:  # Delta skipped the claim: another run took this attempt first
-            raise refused
+        for retry in (False, True):
+            tag["attempt"] = attempt
+            try:
+                _mark(spark, anchor, action, attempt, json.dumps({_TAG: tag}, sort_keys=True), "claim")
+            except Exception as exc:
+                if "Concurrent" in f"{type(exc).__name__} {exc}" or "CONCURRENT" in str(exc):
+                    raise refused from exc
+                raise
+            recent = [t for _, t in _claims(_history(spark, anchor, 5) or [], action) if t.get("part") == "claim"]
+            if any(t.get("run_id") == run_id and int(t.get("attempt", -1)) == attempt for t in recent):
+                break
+            if retry or any(int(t.get("attempt", -1)) >= attempt for t in recent):
+                raise refused  # Delta skipped the claim: another run took this attempt first
+            # Delta skipped the claim, yet no visible claim took this attempt: the log's cleanup
+            # removed the commits that held the last claims. Attempt numbers go on from the clock.
+            attempt = max(attempt + 1, int(time.time() * 1000))
+            if not resumed:
+                run = attempt
+                tag["run"] = run
         return Attempt(
             spark,
             action,

@@ -46,8 +46,8 @@ def fix_dlq_row(spark: SparkSession, source: str, row_id: str) -> None:
     """Mark the inbox row of ``id = row_id`` fixed, with ``amount = row_id``."""
     key = next(
         r["_dlq_sk"]
-        for r in spark.read.table("dlq").collect()
-        if json.loads(r["_row_data"].toJson()).get("id") == int(row_id)
+        for r in spark.read.table("dlq").orderBy("_dlq_sk").collect()
+        if json.loads(r["_row_data"].toJson()).get("id") == int(row_id) and r["_dlq_status"] == "quarantined"
     )
     mark_fixed(spark, "dlq", source, {key: {"id": int(row_id), "amount": float(row_id)}})
 
@@ -61,9 +61,5 @@ def dump_dlq(spark: SparkSession) -> None:
 
     target = [[r["id"], r["amount"]] for r in spark.read.table("tgt").collect()]
     inbox = [[r["_dlq_status"], *payload(r["_row_data"].toJson())] for r in spark.read.table("dlq").collect()]
-    outbox = [
-        payload(r["_row_data"].toJson())
-        for r in spark.read.table("dlq_outbox").collect()
-        if not r["_dlq_sk"].startswith("spark_quarantine-run-")  # the run ledger's own rows
-    ]
+    outbox = [payload(r["_row_data"].toJson()) for r in spark.read.table("dlq_outbox").collect()]
     print_dump({"target": sort_rows(target), "inbox": sort_rows(inbox), "outbox": sort_rows(outbox)})

@@ -103,13 +103,16 @@ def run_sequence(module: str, warehouse: Path, prepare: list[str], crashes: list
 
 # -- error-table mode ------------------------------------------------------------------------------
 
-#: The first crash kills the very first run, after its appends created both tables.
+#: The first crash kills the very first run, after its appends created both tables. The stats
+#: row is a run's last write: after it the killed run is complete, and its rerun is a new run.
 ERROR_TABLE_CRASHES = [
     Crash("after_target", note="first run"),
+    Crash("after_claim"),
     Crash("after_errors"),
     Crash("before_errors"),
     Crash("after_target"),
-    Crash("after_mark", completes=True),
+    Crash("before_stats"),
+    Crash("after_stats", completes=True),
 ]
 
 #: One clean run of crash_error_table's source: kept rows, and failing rows with the rules they broke.
@@ -150,33 +153,26 @@ def test_an_error_table_run_killed_at_a_write_boundary_and_rerun_writes_every_ro
     )
 
 
-def test_an_error_table_written_before_gets_its_marks_and_then_each_run_appends_once(
-    spark: SparkSession, table: str
-) -> None:
-    """An error table with rows from plain appends (write_to_table=False) is marked before the first counted run."""
+def test_each_run_is_recorded_in_the_tables_own_delta_logs(spark: SparkSession, table: str) -> None:
+    """A claim and one tagged commit per part and run, readable with DESCRIBE HISTORY (no table rows)."""
     rules = [{"name": "even", "expectation": "id % 2 = 0", "action_if_failed": "drop"}]
-
-    @with_quarantine(rules=rules, target_table=table)  # the library does not write the target: plain appends
-    def plain() -> DataFrame:
-        return spark.range(4)
 
     @with_quarantine(rules=rules, target_table=table, write_to_table=True)
     def exactly_once() -> DataFrame:
         return spark.range(4)
 
-    plain()
     exactly_once()
     exactly_once()
-    assert sorted(r["id"] for r in spark.read.table(f"{table}_error").collect()) == [1, 1, 1, 3, 3, 3]
+    assert sorted(r["id"] for r in spark.read.table(f"{table}_error").collect()) == [1, 1, 3, 3]
     assert sorted(r["id"] for r in spark.read.table(table).collect()) == [0, 0, 2, 2]
-    notes = [r["userMetadata"] for r in spark.sql(f"DESCRIBE HISTORY {table}_error").collect() if r["userMetadata"]]
-    assert [n.split(" ", 1)[1] for n in reversed(notes)] == [
-        "starts",
-        "run 1 errors",
-        "run 1 done",
-        "run 2 errors",
-        "run 2 done",
-    ]
+
+    def tags(name: str) -> list[tuple[int, str]]:
+        rows = spark.sql(f"DESCRIBE HISTORY {name}").collect()
+        found = [json.loads(r["userMetadata"])["spark_quarantine"] for r in rows if r["userMetadata"]]
+        return [(t["run"], t["part"]) for t in reversed(found)]
+
+    assert tags(f"{table}_error") == [(1, "claim"), (1, "errors"), (2, "claim"), (2, "errors")]
+    assert tags(table) == [(2, "target")]  # run 1 created the target: Delta keeps no tag there
 
 
 # -- DLQ mode (batch) -------------------------------------------------------------------------------
@@ -184,21 +180,29 @@ def test_an_error_table_written_before_gets_its_marks_and_then_each_run_appends_
 DLQ_CRASHES = [
     Crash("before_inbox", setup=("fix:4",)),
     Crash("after_inbox", setup=("fix:5",)),
-    Crash("after_target", setup=("fix:6",)),
-    Crash("after_outbox", setup=("fix:7",), completes=True),
+    Crash("after_outbox", setup=("fix:6",)),
+    Crash("after_target", setup=("fix:7",), completes=True),
 ]
 DLQ_GOOD = [[1, 10.0], [2, 20.0], [3, 30.0]]
 DLQ_BAD = [[4, -1.0], [5, -2.0], [6, -3.0], [7, -4.0], [None, 5.0]]
 
 
-def dlq_tables(runs: int, fixed: list[int], good: list[list[Any]], bad: list[list[Any]]) -> Dump:
-    """Target, inbox and outbox after ``runs`` clean runs, the rows ``fixed`` recycled once each."""
+def dlq_tables(
+    runs: int, fixed: list[int], good: list[list[Any]], bad: list[list[Any]], reads: int | None = None
+) -> Dump:
+    """Target, inbox and outbox after ``runs`` clean runs, the rows ``fixed`` recycled once each.
+
+    Every failing row a run reads is its own inbox row (``reads`` runs read the bad rows; a
+    batch pipeline re-reads its whole source each run); one occurrence of each fixed row is
+    ``recycled``.
+    """
     corrected = [[i, float(i)] for i in fixed]
+    occurrences = bad * (runs if reads is None else reads)
+    for i in fixed:
+        occurrences.remove(next(row for row in occurrences if row[0] == i))
     return {
         "target": sort_rows(good * runs + corrected),
-        "inbox": sort_rows(
-            [["fixed", *row] for row in corrected] + [["quarantined", *row] for row in bad if row[0] not in fixed]
-        ),
+        "inbox": sort_rows([["recycled", *row] for row in corrected] + [["quarantined", *row] for row in occurrences]),
         "outbox": sort_rows(corrected),
     }
 
@@ -223,7 +227,8 @@ def test_a_dlq_run_killed_at_a_write_boundary_and_rerun_loses_and_repeats_nothin
         "DLQ",
         crash.point,
         dlq_sequence.processes(crash),
-        f"target = {runs} clean runs + each fixed row once; inbox: each bad row once; outbox: each fixed row once",
+        f"target = {runs} clean runs + each fixed row once; inbox: each bad row read once per run; "
+        "outbox: each fixed row once",
     )
 
 
@@ -233,8 +238,8 @@ STREAM_CRASHES = [
     Crash("stream-main:before_inbox", setup=("add:2",)),
     Crash("stream-main:after_inbox", setup=("add:3",)),
     Crash("stream-main:after_target", setup=("add:4",)),
-    Crash("stream-recycle:after_target", setup=("fix:11", "add:5")),
-    Crash("stream-recycle:after_outbox", setup=("fix:12", "add:6")),
+    Crash("stream-recycle:after_outbox", setup=("fix:11", "add:5")),
+    Crash("stream-recycle:after_target", setup=("fix:12", "add:6")),
 ]
 
 
@@ -243,7 +248,7 @@ def stream_tables(crash_count: int, fixed: list[int]) -> Dump:
     ks = range(1, crash_count + 2)
     good = [[k, float(k)] for k in ks]
     bad = [[10 + k, -float(k)] for k in ks] + [[None, 1.0]]
-    return dlq_tables(1, fixed, good, bad)  # a stream writes each source row once
+    return dlq_tables(1, fixed, good, bad, reads=1)  # a stream reads each source row once
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ from spark_quarantine.errors import (
     Problem,
     QuarantineFailure,
     RuleValidationError,
+    RunProtocolError,
     RunsFailedError,
     SchemaConflictError,
     SparkQuarantineError,
@@ -41,6 +42,7 @@ from spark_quarantine.errors import (
 from spark_quarantine.loading import load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.rules import Action, Priority, Rule
+from spark_quarantine.run.protocol import close_unfinished_run
 from spark_quarantine.session import local_spark
 from spark_quarantine.sinks.dlq import create_dlq_tables
 
@@ -62,6 +64,7 @@ __all__ = [
     "RuleBreach",
     "RuleValidationError",
     "RunConfig",
+    "RunProtocolError",
     "RunResult",
     "RunsFailedError",
     "SchemaConflictError",
@@ -73,6 +76,7 @@ __all__ = [
     "apply_checks_and_save_in_tables",
     "apply_checks_and_save_in_tables_for_patterns",
     "apply_checks_by_metadata_and_save_in_table",
+    "close_unfinished_run",
     "create_dlq_tables",
     "load_rules",
     "local_spark",

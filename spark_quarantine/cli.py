@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import yaml
 
+from spark_quarantine._cli_common import _spark, _UsageError
 from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
 
 __all__ = ["main"]
@@ -22,25 +23,10 @@ __all__ = ["main"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class _UsageError(Exception):
-    """Bad arguments or a bad configuration file: exit code 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # exit 2 with our own wording, like argparse does
         self.print_usage(sys.stderr)
         raise _UsageError(message)
-
-
-def _spark(warehouse: str | None) -> Any:
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    from spark_quarantine.session import local_spark
-
-    return local_spark(warehouse=warehouse or "spark-warehouse", app_name="spark-quarantine-cli")
 
 
 def _print_problems(problems: Sequence[Problem], out: IO[str]) -> None:

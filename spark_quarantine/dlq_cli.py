@@ -20,13 +20,13 @@ _OK, _FAILED = 0, 1
 
 
 def _session(args: argparse.Namespace) -> Any:
-    from spark_quarantine.cli import _spark
+    from spark_quarantine._cli_common import _spark
 
     return _spark(args.warehouse)
 
 
 def _usage(message: str) -> Exception:
-    from spark_quarantine.cli import _UsageError
+    from spark_quarantine._cli_common import _UsageError
 
     return _UsageError(message)
 
@@ -64,13 +64,13 @@ def cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
     )
     rows = frame.limit(args.limit + 1).collect()
     shown = rows[: args.limit]
-    header = f"{'sk':<22} {'status':<12} {'timestamp':<26} failed rules"
+    header = f"{'sk':<64} {'status':<12} {'timestamp':<26} failed rules"
     print(header, file=out)
     print("-" * len(header), file=out)
     for row in shown:
         stamp = row["_dlq_timestamp"].isoformat(sep=" ") if row["_dlq_timestamp"] else "-"
         rules = ", ".join(r for r in row["rules"] or [] if r) or "-"
-        print(f"{row['_dlq_sk']:<22} {row['_dlq_status']:<12} {stamp:<26} {rules}", file=out)
+        print(f"{row['_dlq_sk']:<64} {row['_dlq_status']:<12} {stamp:<26} {rules}", file=out)
     more = " (more not shown; raise --limit)" if len(rows) > args.limit else ""
     status = f" with status {args.status}" if args.status else ""
     print(f"{len(shown)} row(s) of {args.source}{status}{more}.", file=out)
@@ -142,7 +142,7 @@ def register(subparsers: Any) -> None:
 
     listing = add("list", "list the rows of one source", "List one source's DLQ rows, oldest first.")
     listing.add_argument("--source", required=True, help="the source table the rows came from")
-    listing.add_argument("--status", help="only rows with this status (quarantined, fixed)")
+    listing.add_argument("--status", help="only rows with this status (quarantined, fixed, recycled)")
     listing.add_argument("--limit", type=int, default=100, help="show at most this many rows (default 100)")
     listing.set_defaults(func=cmd_list)
 

@@ -4,14 +4,16 @@
 run (batch):
 
 1. checks the inbox and outbox (columns, types, properties) before reading any data;
-2. reads this source's rows an operator marked ``fixed`` and that are not in the outbox yet,
-   rebuilt by column name, and adds them to the function's rows;
-3. evaluates every rule once (every rule acts as ``drop``; a NULL result fails);
-4. MERGEs the failing rows into the inbox (insert-only on ``_dlq_source_table`` and
-   ``_dlq_sk``; a recycled row that still fails keeps its key and goes back to
-   ``quarantined`` with its new failed rules, to be fixed and recycled again);
-5. appends the passing rows to the target;
-6. records the recycled rows that are done in the outbox, so each is recycled once.
+2. claims itself in the target's Delta log (the run protocol, :mod:`spark_quarantine.run.protocol`),
+   pinning the inbox and outbox versions it reads;
+3. reads this source's rows an operator marked ``fixed`` and not in the outbox, as of those
+   versions, rebuilt by column name; a row that no longer fits the source schema goes back
+   to ``quarantined`` with ``SQ-D006``; the others join the function's rows;
+4. evaluates every rule once (every rule acts as ``drop``; a NULL result fails);
+5. one inbox MERGE: failing rows inserted (each failing input row is its own occurrence), a
+   recycled row that still fails back to ``quarantined``, one that passed marked ``recycled``;
+6. records the recycled rows in the outbox (an insert-only MERGE);
+7. appends the passing rows to the target: the run's last write, tagged with the run.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ the message may be reworded.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from spark_quarantine.problems import Problem
 
 if TYPE_CHECKING:
     from spark_quarantine.result import RunResult
@@ -92,29 +93,6 @@ CODES: dict[str, str] = {
     "SQ-N001": "a notification channel failed (logged; raised when fail_on_error is set)",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",
 }
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a rule or a setting: what, where, and its stable code."""
-
-    code: str
-    message: str
-    file: str | None = None
-    line: int | None = None
-    rule: str | None = None
-    severity: str = "error"
-
-    def __str__(self) -> str:
-        where = ""
-        if self.file is not None:
-            where = self.file + (f":{self.line}" if self.line is not None else "")
-        parts = [self.code]
-        if where:
-            parts.append(where)
-        if self.rule is not None:
-            parts.append(f"rule '{self.rule}'")
-        return f"{' '.join(parts)}: {self.message}"
 
 
 class SparkQuarantineError(Exception):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
-from spark_quarantine.errors import Problem
+from spark_quarantine.problems import Problem
 
 __all__ = ["RunResult"]
 

@@ -1,10 +1,10 @@
 """The Delta dead-letter queue (DLQ): an inbox of quarantined rows and an outbox of recycled ones.
 
-Rows that fail their rules are MERGEd into the inbox (one row per distinct failing row and
-source, keyed by ``_dlq_sk``), with the full row kept as a typed ``VARIANT``. An operator
-corrects a row and sets ``_dlq_status = 'fixed'``; the next run reads the fixed rows back,
-rebuilt to the source schema by column name, and records them in the outbox so each one is
-recycled once.
+Rows that fail their rules are MERGEd into the inbox (one row per failing input row, keyed
+by ``_dlq_sk``: SHA-256 of the row, its ``_rescued_data`` and its occurrence), with the full row
+kept as a typed ``VARIANT``. An operator corrects a row and sets ``_dlq_status = 'fixed'``; the
+next run reads the fixed rows back, rebuilt to the source schema by column name, marks them
+``recycled`` and records them in the outbox, so each one is recycled once.
 
 Every statement is scoped by ``_dlq_source_table``, so several sources can share one DLQ.
 Nothing here builds SQL from user values: MERGEs go through :class:`delta.tables.DeltaTable`

@@ -32,7 +32,7 @@ from spark_quarantine import create_dlq_tables, with_quarantine
 from spark_quarantine._faults import SimulatedCrash, crash_at
 from spark_quarantine.dlq import mark_fixed
 from spark_quarantine.errors import RunProtocolError
-from tests.reliability.conftest import Catalog
+from tests.reliability.conftest import LOST, Catalog
 
 RULES = [{"name": "amount_positive", "expectation": "amount > 0", "action_if_failed": "drop"}]
 SCHEMA = "id long, amount double"
@@ -330,4 +330,4 @@ def test_the_fault_model_finds_every_row_where_the_oracle_says(spark: SparkSessi
     catalog.figure("fault model: concurrent interleavings", str(FIGURES.interleavings))
     catalog.figure("fault model: coded refusals (nothing written)", str(FIGURES.refusals))
     catalog.figure("fault model: rows compared with the oracle", str(FIGURES.rows_compared))
-    catalog.figure("fault model: rows lost / written twice (counted)", f"{FIGURES.rows_lost} / {FIGURES.rows_twice}")
+    catalog.figure(LOST, f"{FIGURES.rows_lost} / {FIGURES.rows_twice}")

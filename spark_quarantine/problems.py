@@ -1,0 +1,30 @@
+"""``Problem``: one thing wrong with a rule or a setting (below the exceptions and the run result)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Problem"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a rule or a setting: what, where, and its stable code."""
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    rule: str | None = None
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file + (f":{self.line}" if self.line is not None else "")
+        parts = [self.code]
+        if where:
+            parts.append(where)
+        if self.rule is not None:
+            parts.append(f"rule '{self.rule}'")
+        return f"{' '.join(parts)}: {self.message}"

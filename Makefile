@@ -26,7 +26,7 @@ test: $(STAMP) ## Run the whole test suite on real Spark + Delta.
 	$(PY) -m pytest
 
 reliability: $(STAMP) ## Run tests/reliability/ with a longer fault-model budget; regenerate docs/reliability.md.
-	SQ_FAULT_EXAMPLES=$${SQ_FAULT_EXAMPLES:-12} SQ_FAULT_STEPS=$${SQ_FAULT_STEPS:-14} $(PY) -m pytest tests/reliability
+	SQ_FAULT_ALL=1 SQ_FAULT_EXAMPLES=$${SQ_FAULT_EXAMPLES:-12} SQ_FAULT_STEPS=$${SQ_FAULT_STEPS:-14} $(PY) -m pytest tests/reliability
 
 lint: $(STAMP) ## ruff (lint and format check) and mypy on the package.
 	$(VENV)/bin/ruff check spark_quarantine tests benchmarks

@@ -189,27 +189,27 @@ def with_quarantine(
                     check_appendable(session, errors_to, error_table_schema(df.schema), role="error table")
                 if target is not None:
                     check_appendable(session, target, df.schema, role="target table")
+                return None
+
+            def claim() -> str | None:
                 if errors_to is None:
                     # One append and nothing else: atomic by itself, and a claim would have to
                     # create the target before a fail rule is known (see docs/tables.md).
                     return None
+                session = spark or df.sparkSession
                 parts = [Part("errors", errors_to)] + ([Part("target", target)] if target is not None else [])
                 if stats_table:  # the stats row is the run's last write: a run is finished once it is there
                     parts.append(Part("stats", stats_table))
-                final = parts[-1].role
                 anchor = parts[0].table
-                schema = error_table_schema(df.schema) if errors_to is not None else df.schema
+                schema = error_table_schema(df.schema)
                 attempt = open_run(
                     session,
-                    action=action_key("error-table", *[p.table for p in parts]),
+                    action=action_key("error-table", *[p.table for p in parts if p.role != "stats"]),
                     anchor=anchor,
                     parts=parts,
                     input_fingerprint=fingerprint(df),
-                    create_anchor=lambda: append(
-                        session.createDataFrame([], schema), anchor, role=f"{parts[0].role} table"
-                    ),
+                    create_anchor=lambda: append(session.createDataFrame([], schema), anchor, role="errors table"),
                     describe=f"the quarantine of '{func.__qualname__}'",
-                    final=final,
                 )
                 attempts.append(attempt)
                 return attempt.run_id
@@ -231,6 +231,7 @@ def with_quarantine(
                     write_target=write_target,
                     write_errors=write_errors,
                     precheck=precheck,
+                    claim=claim,
                     target_reports_rows=True,
                     failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
                     stats_options=lambda: attempts[0].stats_options() if attempts else {},

@@ -376,7 +376,10 @@ def _writers(plan: _Plan, attempts: list[Attempt]) -> tuple[Writer | None, Write
 
 def _precheck(
     plan: _Plan, attempts: list[Attempt], batch: tuple[str, int] | None
-) -> Callable[[Flagged, SparkSession], str | None]:
+) -> tuple[Callable[[Flagged, SparkSession], str | None], Callable[[], str | None]]:
+    """The schema checks before any job, and the run protocol's claim (after the start alert)."""
+    inputs: list[DataFrame] = []
+
     def check(flagged: Flagged, session: SparkSession) -> str | None:
         input_schema = StructType(flagged.df.schema.fields[: len(flagged.columns)])
         annotated = plan.quarantine_config is None
@@ -387,19 +390,24 @@ def _precheck(
             appends_to_table = config is not None and config.mode == "append" and config.format == "delta"
             if appends_to_table and config is not None and not is_path(config.location):
                 check_appendable(session, config.location, schema, role=role)
-        attempt = _open(session, flagged.df.select(*[col(c) for c in flagged.columns]), plan, batch)
+        inputs.append(flagged.df.select(*[col(c) for c in flagged.columns]))
+        return None
+
+    def claim() -> str | None:
+        attempt = _open(inputs[0].sparkSession, inputs[0], plan, batch)
         if attempt is None:
             return None
         attempts.append(attempt)
         return attempt.run_id
 
-    return check
+    return check, claim
 
 
 def _run_batch(session: SparkSession, df: DataFrame, plan: _Plan, *, batch: tuple[str, int] | None = None) -> RunResult:
     attempts: list[Attempt] = []
     out, quarantine = plan.output_config, plan.quarantine_config
     write_target, write_errors, write_annotated = _writers(plan, attempts)
+    precheck, claim = _precheck(plan, attempts, batch)
 
     def recorded(passed: bool) -> None:
         if attempts:
@@ -418,7 +426,8 @@ def _run_batch(session: SparkSession, df: DataFrame, plan: _Plan, *, batch: tupl
             write_target=write_target,
             write_errors=write_errors,
             write_annotated=write_annotated,
-            precheck=_precheck(plan, attempts, batch),
+            precheck=precheck,
+            claim=claim,
             observe=batch is None,
             failed_rows_reader=_reader_of(session, quarantine or out),
             stats_options=lambda: attempts[0].stats_options() if attempts else {},

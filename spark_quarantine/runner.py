@@ -118,11 +118,13 @@ def run_checks(
     run_id: str | None = None,
     stats_options: Callable[[], Mapping[str, str] | None] | None = None,
     on_recorded: Callable[[bool], None] | None = None,
+    claim: Callable[[], str | None] | None = None,
 ) -> RunOutcome:
     """Run ``rules`` over ``df`` and write through the given writers; see the module docstring.
 
     ``precheck`` runs after the rules are checked against the schema and before any job; it
-    may return the run id to use (a resumed run keeps its first attempt's). ``on_recorded``
+    may return the run id to use (a resumed run keeps its first attempt's); so may ``claim``,
+    called after the start alert and before the first write (the run protocol's claim). ``on_recorded``
     is told, after every write and the stats row and before any alert, whether the run
     passed: the run is complete in its tables before anyone is told of it.
     """
@@ -166,8 +168,13 @@ def run_checks(
         quarantine_location=error_table if write_errors is not None else target_table if write_annotated else None,
         coerce_to_drop=coerce_to_drop,
     )
-    samples = _sample_source(failed_rows_reader, rid) if failed_rows_reader is not None else None
     alerter.started(rid)
+    if claim is not None:
+        # After the start alert: a failing one with fail_on_error must leave nothing written,
+        # and the claim is the run's first commit.
+        rid = claim() or rid
+        log = get_logger(run_id=rid, product_id=product_id, target_table=target_table)
+    samples = _sample_source(failed_rows_reader, rid) if failed_rows_reader is not None else None
 
     # Without observe (foreachBatch sessions do not deliver observed metrics) the input is
     # cached and counted by one aggregate before the writes.

@@ -2,10 +2,11 @@
 
 Set ``SPARK_QUARANTINE_KILL_AT`` to a boundary name (``after_inbox``, ``after_target``, ...)
 and the run SIGKILLs its own process there, as a machine failure would. The boundaries are
-before and after every commit the library makes: the Delta writer and the MERGE runner are
-the only callers of :func:`seam`, so orchestration code holds no fault points. A name may be scoped,
+before and after every commit the library makes: the Delta writer
+(:func:`spark_quarantine.sinks.delta.written`, which the DLQ MERGEs also go through) is the only
+caller of :func:`seam`, so orchestration code holds no fault points. A name may be scoped,
 ``stream-main:after_target`` or ``stream-recycle:after_outbox``, to die only inside the
-micro-batches of one of the streaming DLQ mode's two queries. Unset (always, outside those
+micro-batches of one query (the streaming driver sets the scope). Unset (always, outside those
 tests) it does nothing.
 """
 

@@ -8,9 +8,13 @@ from typing import Any, Protocol, TypeVar, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_quarantine._identifiers import suffixed, table_name_problem
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings, parse_user_conf
-from spark_quarantine.dlq_mode import (
+from spark_quarantine.errors import ConfigError
+from spark_quarantine.loading import RuleSource, load_rules
+from spark_quarantine.result import RunResult
+from spark_quarantine.run.dlq import (
     DLQTarget,
     coerced_warnings,
     parse_quarantine,
@@ -18,15 +22,10 @@ from spark_quarantine.dlq_mode import (
     run_dlq,
     start_dlq_stream,
 )
-from spark_quarantine.errors import ConfigError
-from spark_quarantine.evaluate import Flagged
-from spark_quarantine.loading import RuleSource, load_rules
-from spark_quarantine.result import RunResult
-from spark_quarantine.run.protocol import Attempt, Part, action_key, fingerprint, open_run
-from spark_quarantine.runner import RunOutcome, Writer, run_checks
-from spark_quarantine.sinks.delta import append, check_appendable, suffixed, table_exists, table_name_problem
+from spark_quarantine.run.engine import RunOutcome, execute
+from spark_quarantine.run.routes import ErrorTableRoute
+from spark_quarantine.run.spec import RunSpec
 from spark_quarantine.sinks.dlq import check_dlq_tables
-from spark_quarantine.sinks.error_table import error_table_schema
 
 __all__ = ["QuarantinedFunction", "with_quarantine"]
 
@@ -147,99 +146,24 @@ def with_quarantine(
             return run_dlq(returned, rule_set, **common)
 
         def table_call(df: Any) -> RunOutcome:
-            write_target: Writer | None = None
-            write_errors: Writer | None = None
             # Every run is recorded by the run protocol in the written tables' own Delta logs:
             # a rerun after a crash writes only what the killed attempt did not (see docs/tables.md).
-            attempts: list[Attempt] = []
-            target = target_table if write_to_table and target_table else None
-            if target is not None:
-                table = target
-
-                def write_target(frame: DataFrame) -> int | None:
-                    created = not table_exists(frame.sparkSession, table)
-                    if not attempts:
-                        append(frame, table, role="target table")
-                        return None
-                    attempt = attempts[0]
-                    if not attempt.is_done("target"):
-                        if created:
-                            attempt.created.add("target")
-                        append(frame, table, role="target table", options=attempt.options("target"))
-                    return attempt.output_rows("target")
-
-            if errors_to is not None:
-                errors_table = errors_to
-
-                def write_errors(frame: DataFrame) -> int | None:
-                    if attempts and attempts[0].is_done("errors"):
-                        # An earlier attempt appended them: compute the rows all the same, the counts come from here.
-                        frame.write.format("noop").mode("overwrite").save()
-                    else:
-                        append(
-                            frame,
-                            errors_table,
-                            role="error table",
-                            options=attempts[0].options("errors") if attempts else None,
-                        )
-                    return None
-
-            def precheck(flagged: Flagged, session: SparkSession) -> str | None:
-                if errors_to is not None:
-                    check_appendable(session, errors_to, error_table_schema(df.schema), role="error table")
-                if target is not None:
-                    check_appendable(session, target, df.schema, role="target table")
-                return None
-
-            def claim() -> str | None:
-                if errors_to is None:
-                    # One append and nothing else: atomic by itself, and a claim would have to
-                    # create the target before a fail rule is known (see docs/tables.md).
-                    return None
-                session = spark or df.sparkSession
-                parts = [Part("errors", errors_to)] + ([Part("target", target)] if target is not None else [])
-                if stats_table:  # the stats row is the run's last write: a run is finished once it is there
-                    parts.append(Part("stats", stats_table))
-                anchor = parts[0].table
-                schema = error_table_schema(df.schema)
-                attempt = open_run(
-                    session,
-                    action=action_key("error-table", *[p.table for p in parts if p.role != "stats"]),
-                    anchor=anchor,
-                    parts=parts,
-                    input_fingerprint=fingerprint(df),
-                    create_anchor=lambda: append(session.createDataFrame([], schema), anchor, role="errors table"),
-                    describe=f"the quarantine of '{func.__qualname__}'",
-                )
-                attempts.append(attempt)
-                return attempt.run_id
-
-            def recorded(passed: bool) -> None:
-                if attempts:
-                    attempts[0].finish(final_written=passed or target is None)
-
-            try:
-                return run_checks(
-                    df,
-                    rule_set,
-                    settings=settings,
-                    spark=spark,
-                    product_id=product_id,
-                    target_table=target_table,
-                    error_table=errors_to,
-                    stats_table=stats_table,
-                    write_target=write_target,
-                    write_errors=write_errors,
-                    precheck=precheck,
-                    claim=claim,
-                    target_reports_rows=True,
-                    failed_rows_reader=(lambda: df.sparkSession.read.table(errors_to)) if errors_to else None,
-                    stats_options=lambda: attempts[0].stats_options() if attempts else {},
-                    on_recorded=recorded,
-                )
-            finally:
-                if attempts:
-                    attempts[0].release()
+            spec = RunSpec(
+                input=df,
+                rules=tuple(rule_set),
+                settings=settings,
+                spark=spark,
+                product_id=product_id,
+                target_table=target_table,
+                stats_table=stats_table,
+            )
+            route = ErrorTableRoute(
+                error_table=errors_to,
+                target_table=target_table if write_to_table else None,
+                stats_table=stats_table,
+                describe=f"the quarantine of '{func.__qualname__}'",
+            )
+            return execute(spec, route)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

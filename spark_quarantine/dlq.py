@@ -297,7 +297,7 @@ def _pass_condition(rule: Any) -> Column:
 def _rule_failures(
     spark: SparkSession, row_type: StructType, rows: Sequence[tuple[str, tuple[Any, ...], Any]], rules: Any
 ) -> dict[str, list[str]]:
-    from spark_quarantine.compile_checks import is_dataset_check
+    from spark_quarantine.checks.compile import is_dataset_check
     from spark_quarantine.loading import load_rules
 
     checkable = [

@@ -156,7 +156,7 @@ def _check_rules_against(df: DataFrame, enabled: Sequence[Rule]) -> list[Problem
 
 def _dataset_problems(df: DataFrame, rule: Rule) -> list[Problem]:
     """Columns of a dataset-level check exist; a whole-dataset aggregate cannot drop; no filter."""
-    from spark_quarantine.dataset_checks import bind_dataset_check
+    from spark_quarantine.checks.dataset import bind_dataset_check
 
     assert rule.check is not None
     check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
@@ -342,7 +342,7 @@ def compiled_kind(rule: Rule) -> str:
     """``row``, ``custom`` or ``dataset``."""
     if rule.check is None:
         return "row"
-    from spark_quarantine.compile_checks import is_dataset_check
+    from spark_quarantine.checks.compile import is_dataset_check
 
     if is_dataset_check(rule.check.function):
         return "dataset"
@@ -426,7 +426,7 @@ def _dataset_flag(
     """(frame with any helper columns, failure flag, whole-dataset metric or None)."""
     from pyspark.sql.window import Window
 
-    from spark_quarantine.dataset_checks import bind_dataset_check
+    from spark_quarantine.checks.dataset import bind_dataset_check
 
     assert rule.check is not None
     check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))

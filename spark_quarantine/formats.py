@@ -44,7 +44,7 @@ import yaml
 
 from spark_quarantine import user_config as uc
 from spark_quarantine.checks import ROW_CHECKS, CheckError, compile_check
-from spark_quarantine.dataset_checks import DATASET_CHECKS, bind_dataset_check
+from spark_quarantine.checks.dataset import DATASET_CHECKS, bind_dataset_check
 from spark_quarantine.errors import SparkQuarantineError
 
 __all__ = ["FORMATS", "Conversion", "FormatError", "convert", "detect_format", "map_spark_expectations_conf"]

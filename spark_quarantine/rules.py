@@ -412,7 +412,7 @@ def _expand_check(
     raw: Mapping[str, Any], name: str | None, params: Mapping[str, Any]
 ) -> tuple[list[tuple[str, str, str | None, CheckSpec | None]], list[tuple[str, str]]]:
     """One (name, expectation, message, spec) per column of a ``check:``; problems as (code, message)."""
-    from spark_quarantine.compile_checks import compile_rule_check
+    from spark_quarantine.checks.compile import compile_rule_check
 
     problems: list[tuple[str, str]] = []
     unknown = [k for k in raw if k not in _CHECK_KEYS]

@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 from spark_quarantine import QuarantineFailure, with_quarantine
-from spark_quarantine.reuse import is_stable_scan
-from spark_quarantine.runner import MANY_RULES
+from spark_quarantine.run.engine import MANY_RULES
+from spark_quarantine.run.input_cache import is_stable_scan
 from tests.conftest import cache_is_empty, count_jobs
 
 RULES = [

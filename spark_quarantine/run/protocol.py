@@ -42,6 +42,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_quarantine._identifiers import is_path
 from spark_quarantine.errors import RunProtocolError
 
 __all__ = [
@@ -126,21 +127,17 @@ class _Commit:
     rows: int | None
 
 
-def _is_path(table: str) -> bool:
-    return "/" in table or "\\" in table or "://" in table
-
-
 def _history_sql(table: str) -> str:
     from spark_quarantine.sinks.dlq import quote_table
 
-    if _is_path(table):
+    if is_path(table):
         return "`" + table.replace("`", "``") + "`"
     return quote_table(table)
 
 
 def _history(spark: SparkSession, table: str, limit: int | None) -> list[_Commit] | None:
     """The latest commits of ``table``, newest first (None: no such Delta table)."""
-    sql = f"DESCRIBE HISTORY {'delta.' if _is_path(table) else ''}{_history_sql(table)}"
+    sql = f"DESCRIBE HISTORY {'delta.' if is_path(table) else ''}{_history_sql(table)}"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     try:

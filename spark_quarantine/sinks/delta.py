@@ -7,7 +7,6 @@ API, which parse them as identifiers, so a name cannot run SQL.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType, StructType
 
 from spark_quarantine._faults import seam
+from spark_quarantine._identifiers import is_path, suffixed, table_name_problem
 from spark_quarantine.errors import SchemaConflictError, TableWriteError
 
 __all__ = [
@@ -27,32 +27,6 @@ __all__ = [
     "table_name_problem",
     "written",
 ]
-
-# A table name: dot-separated parts, each a plain identifier or a backticked one (`` escapes `).
-_NAME_PART = r"(?:\w+|`(?:[^`]|``)+`)"
-_TABLE_NAME = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*")
-
-
-def table_name_problem(name: object) -> str | None:
-    """Why ``name`` cannot be a table name (``None`` when it can): checked before anything runs.
-
-    Each dot-separated part is letters, digits and ``_``, or is quoted in backticks, so a name
-    such as ``"x; DROP TABLE t"`` is refused here instead of failing half-way through a run.
-    """
-    if not isinstance(name, str) or not name.strip():
-        return f"a table name must be a non-empty string, found {name!r}"
-    if not _TABLE_NAME.fullmatch(name):
-        return (
-            f"{name!r} is not a valid table name: each dot-separated part must be letters, digits "
-            "and _, or be quoted in backticks (`my table`)"
-        )
-    return None
-
-
-def suffixed(table: str, suffix: str) -> str:
-    """``table`` with ``suffix`` added to its last part, inside the backticks when it is quoted."""
-    return f"{table[:-1]}{suffix}`" if table.endswith("`") else f"{table}{suffix}"
-
 
 # Delta refuses these characters in column names unless column mapping is on.
 _DELTA_INVALID = set(" ,;{}()\n\t=")
@@ -130,12 +104,17 @@ _POINTS = {
 }
 
 
-def written(role: str, table: str, write: Callable[[], None], *, point: str | None = None) -> None:
+def written(
+    role: str, table: str, write: Callable[[], None], *, point: str | None = None, message: str | None = None
+) -> None:
     """Run ``write`` (one Delta commit to ``table``); every failure becomes a coded error naming it.
 
     A schema mismatch is :class:`SchemaConflictError` (``SQ-S003``); anything else
-    :class:`TableWriteError` (``SQ-W001``) with Spark's (or Java's) first line.
+    :class:`TableWriteError` (``SQ-W001``) with Spark's (or Java's) first line, after
+    ``message`` (default: "writing the <role> '<table>' failed"). The original error is the
+    coded one's ``__cause__`` (the MERGE runner retries write conflicts by it).
     """
+    failed = message or f"writing the {role} '{table}' failed"
     try:
         with seam(point or _POINTS.get(role)):
             write()
@@ -145,7 +124,7 @@ def written(role: str, table: str, write: Callable[[], None], *, point: str | No
         not_rows = condition in ("SCHEMA_NOT_FOUND", "INVALID_SCHEMA_OR_RELATION_NAME")  # the name, not the rows
         if not not_rows and ("SCHEMA" in condition or "MERGE_FIELDS" in condition or "MISMATCH" in condition):
             raise SchemaConflictError(f"the {role} '{table}' did not accept the rows: {first}", code="SQ-S003") from exc
-        raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
+        raise TableWriteError(f"{failed}: {first}", table=table) from exc
     except (SchemaConflictError, TableWriteError):
         raise
     except Exception as exc:
@@ -153,11 +132,7 @@ def written(role: str, table: str, write: Callable[[], None], *, point: str | No
         java = getattr(exc, "java_exception", None)
         text = str(java.toString()) if java is not None else str(exc)
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise TableWriteError(f"writing the {role} '{table}' failed: {first}", table=table) from exc
-
-
-def _is_path(table: str) -> bool:
-    return "/" in table or "\\" in table or "://" in table
+        raise TableWriteError(f"{failed}: {first}", table=table) from exc
 
 
 def append(
@@ -173,7 +148,7 @@ def append(
         writer = writer.option("delta.columnMapping.mode", "name")
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
-    written(role, table, lambda: writer.save(table) if _is_path(table) else writer.saveAsTable(table))
+    written(role, table, lambda: writer.save(table) if is_path(table) else writer.saveAsTable(table))
 
 
 def append_empty(
@@ -185,6 +160,6 @@ def append_empty(
     nothing), so the run protocol can record a run in a table's own log.
     """
     reader = spark.read.format("delta")
-    schema = reader.load(table).schema if _is_path(table) else spark.read.table(table).schema
+    schema = reader.load(table).schema if is_path(table) else spark.read.table(table).schema
     writer = spark.createDataFrame([], schema).write.format("delta").mode("append").options(**options)
-    written(role, table, lambda: writer.save(table) if _is_path(table) else writer.saveAsTable(table), point=point)
+    written(role, table, lambda: writer.save(table) if is_path(table) else writer.saveAsTable(table), point=point)

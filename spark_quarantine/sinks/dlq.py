@@ -43,10 +43,9 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.window import Window
 
-from spark_quarantine._faults import seam
 from spark_quarantine.errors import DLQError, InvalidParameterError, SchemaConflictError, TableWriteError
 from spark_quarantine.evaluate import FLAG_PREFIX, col
-from spark_quarantine.sinks.delta import _shape
+from spark_quarantine.sinks.delta import _shape, written
 
 __all__ = [
     "FAILED_RULES_TYPE",
@@ -453,12 +452,13 @@ def run_with_retries(
         raise InvalidParameterError(f"max_attempts must be at least 1, not {max_attempts}")
     for attempt in range(1, max_attempts + 1):
         try:
-            with seam(point):
-                action()
+            # Through the one Delta writer: its fault seam, and its coded error for anything but a conflict.
+            written(what, table, action, point=point, message=f"{what} '{table}' failed")
             return
-        except Exception as exc:
+        except (TableWriteError, SchemaConflictError) as coded:
+            exc = coded.__cause__ if isinstance(coded.__cause__, Exception) else coded
             if not _is_conflict(exc):
-                raise TableWriteError(f"{what} '{table}' failed: {_first_line(exc)}", table=table) from exc
+                raise
             if attempt == max_attempts:
                 raise DLQError(
                     f"{what} '{table}' still conflicted with another writer after {max_attempts} attempt(s): "

@@ -20,13 +20,13 @@ _OK, _FAILED = 0, 1
 
 
 def _session(args: argparse.Namespace) -> Any:
-    from spark_quarantine._cli_common import _spark
+    from spark_quarantine.cli._common import _spark
 
     return _spark(args.warehouse)
 
 
 def _usage(message: str) -> Exception:
-    from spark_quarantine._cli_common import _UsageError
+    from spark_quarantine.cli._common import _UsageError
 
     return _UsageError(message)
 

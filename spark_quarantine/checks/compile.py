@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_quarantine.dataset_checks import DATASET_CHECKS, bind_dataset_check
+from spark_quarantine.checks.dataset import DATASET_CHECKS, bind_dataset_check
 from spark_quarantine.errors import SparkQuarantineError
 
 __all__ = ["CompiledCheck", "compile_rule_check", "is_dataset_check"]

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import yaml
 
-from spark_quarantine._cli_common import _spark, _UsageError
+from spark_quarantine.cli._common import _spark, _UsageError
 from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
 
 __all__ = ["main"]
@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Other modules add their subcommands here (name -> registration), keeping this module small.
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = []
 
-from spark_quarantine.dlq_cli import register as _register_dlq  # noqa: E402 - registers after the list exists
+from spark_quarantine.cli.dlq import register as _register_dlq  # noqa: E402 - registers after the list exists
 
 _EXTRA_COMMANDS.append(_register_dlq)
 

@@ -1,0 +1,406 @@
+"""The run engine: one run of a :class:`RunSpec` along a :class:`Route`, exactly once.
+
+Every front door (the decorator in each mode, the end-to-end API, each micro-batch of a
+stream) builds a spec and a route and calls :func:`execute`, which always goes the same way:
+
+1. refuse, before any Spark job, an input that is not a DataFrame, columns that collide with
+   ours, rules that do not fit the schema, and writes whose tables cannot take the rows;
+2. send the start alert, then claim the run in the run protocol (the run's first commit:
+   a failing start alert with ``fail_on_error`` leaves nothing written);
+3. evaluate every rule once and write: the failing rows first, with the failure counts
+   observed over them (a ``fail`` rule is known before the target is touched), then the
+   target; a write an earlier attempt of the run made is not made again;
+4. record the stats row, finish the run in the protocol, and only then alert.
+
+The input's row count is the target's Delta commit metric when the route says so (the
+decorator's error-table mode), else an ``observe`` count over every row on the first write,
+else (a route whose writes may run their source twice, or a micro-batch, where observed
+metrics are not delivered) one aggregate over the cached input.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from spark_quarantine._logging import get_logger
+from spark_quarantine.config import Settings
+from spark_quarantine.errors import NotificationError, QuarantineFailure, SchemaConflictError
+from spark_quarantine.evaluate import (
+    FLAG_PREFIX,
+    Flagged,
+    check_rules_against,
+    counts_from_metrics,
+    failure_metric_columns,
+    flag_rows,
+    input_metric_columns,
+    metric_columns,
+    observed_counts,
+)
+from spark_quarantine.problems import Problem
+from spark_quarantine.result import RunResult
+from spark_quarantine.rules import Action
+from spark_quarantine.run.alerts import RunAlerter, SampleSource
+from spark_quarantine.run.input_cache import is_stable_scan
+from spark_quarantine.run.protocol import Attempt, fingerprint, fingerprint_of_values, open_run
+from spark_quarantine.run.routes import ERRORS, TARGET, Route
+from spark_quarantine.run.spec import RunSpec
+from spark_quarantine.sinks.error_table import META_COLUMNS, annotated_rows
+from spark_quarantine.sinks.stats import write_stats
+
+__all__ = ["MANY_RULES", "RunOutcome", "execute", "new_run_id"]
+
+#: Up to this many rules, Spark inlines every rule into each write's filter. Beyond it the
+#: filter's generated Java method grows past what HotSpot compiles (8,000 bytes of bytecode)
+#: and runs interpreted: measured at 4M rows, 60 rules inlined took 15 s instead of 5 s. Then
+#: the run counts every row below the error filter, which at 100 rules or more makes Spark
+#: compute the flags in a separately compiled projection (measured: 8 s instead of 24 s).
+MANY_RULES = 45
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """The run's figures and the validated DataFrame (drop failures removed, input columns only)."""
+
+    result: RunResult
+    kept: DataFrame
+    flagged: Flagged
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def check_input_columns(columns: Sequence[str]) -> None:
+    """Reject inputs whose columns collide with the columns the library adds."""
+    clashes = [c for c in columns if c in META_COLUMNS or c.startswith(FLAG_PREFIX)]
+    if clashes:
+        raise SchemaConflictError(
+            f"input column(s) {', '.join(repr(c) for c in clashes)} collide with columns spark_quarantine "
+            f"adds ({', '.join(META_COLUMNS)} and the {FLAG_PREFIX}* working columns); rename them "
+            "before checking, for example df.withColumnRenamed('meta_dq_run_id', 'src_meta_dq_run_id')",
+            code="SQ-S001",
+        )
+
+
+def should_cache(df: DataFrame, settings: Settings) -> bool:
+    """Cache when asked to, or when the input may cost or change if computed twice."""
+    if settings.input_cache == "cache":
+        return True
+    if settings.input_cache == "reread":
+        return False
+    return not is_stable_scan(df)
+
+
+def execute(spec: RunSpec, route: Route) -> RunOutcome:
+    """Run ``spec`` along ``route`` (see the module docstring); return its figures and kept rows.
+
+    Raises :class:`~spark_quarantine.QuarantineFailure` when a ``fail`` rule failed (after the
+    failing rows and the stats row are written), a coded error for a refused run (nothing
+    written), or the write's coded error.
+    """
+    df = spec.input
+    if not isinstance(df, DataFrame):
+        raise SchemaConflictError(
+            f"the decorated function must return a pyspark.sql.DataFrame, it returned {type(df).__name__}",
+            code="SQ-S002",
+        )
+    session = spec.spark or df.sparkSession
+    run = _Run(spec, route, session, df)
+    run.check()
+    run.alerter.started(run.run_id)
+    run.claim()
+    try:
+        return run.write_and_record()
+    finally:
+        if run.attempt is not None:
+            run.attempt.release()
+
+
+class _Run:
+    """The state of one execution: the flagged input, the claim, the counts and what was written."""
+
+    def __init__(self, spec: RunSpec, route: Route, session: SparkSession, df: DataFrame) -> None:
+        self.spec, self.route, self.session, self.df = spec, route, session, df
+        self.run_id = new_run_id()
+        self.started = _now()
+        self.attempt: Attempt | None = None
+        self.written: list[str] = []
+        self.counts: tuple[int, int, int, dict[str, int]] | None = None
+        self.warnings: list[Problem] = list(spec.warnings)
+        self.flagged: Flagged
+        self.alerter: RunAlerter
+
+    @property
+    def log(self) -> Any:
+        return get_logger(run_id=self.run_id, product_id=self.spec.product_id, target_table=self.spec.target_table)
+
+    def _flag(self, frame: DataFrame) -> Flagged:
+        return flag_rows(
+            frame,
+            self.spec.rules,
+            coerce_to_drop=self.route.coerce_to_drop,
+            references=self.spec.settings.reference_dataframes,
+            # Before the claim the DLQ route's working column is not there yet (its input adds it).
+            carry=tuple(c for c in self.route.carry if c in frame.columns),
+        )
+
+    # ------------------------------------------------------------------ before any job
+
+    def check(self) -> None:
+        spec, route, df = self.spec, self.route, self.df
+        check_input_columns([c for c in df.columns if c not in route.carry])
+        self.warnings += check_rules_against(df, spec.rules)
+        for warning in self.warnings:
+            self.log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
+        self.flagged = self._flag(df)
+        route.check(self.session, StructType([f for f in df.schema.fields if f.name not in route.carry]))
+        if ERRORS not in route.roles and not (route.annotated and TARGET in route.roles):
+            self.log.warning(
+                "error_table_disabled",
+                message="failing rows are not recorded anywhere: the error table is disabled",
+            )
+        self.alerter = RunAlerter(
+            spec.settings.notifications,
+            spark=self.session,
+            rules=spec.rules,
+            product_id=spec.product_id,
+            target_table=spec.target_table,
+            quarantine_location=route.quarantine_location,
+            coerce_to_drop=route.coerce_to_drop,
+        )
+
+    def claim(self) -> None:
+        """The run protocol's claim: the run's first commit (after the start alert)."""
+        spec = self.spec
+        claim = self.route.claim(self.session, self.df.schema, spec.batch)
+        if claim is None:
+            return
+        batch = spec.batch
+        self.attempt = open_run(
+            self.session,
+            action=claim.action,
+            anchor=claim.anchor,
+            parts=claim.parts,
+            input_fingerprint=(
+                fingerprint(self.df)
+                if batch is None
+                else fingerprint_of_values(claim.action, batch.query_id, batch.batch_id)
+            ),
+            create_anchor=claim.create_anchor,
+            pins=claim.pins,
+            describe=claim.describe,
+            replay=batch is not None,
+        )
+        self.run_id = self.attempt.run_id  # a resumed run keeps its first attempt's id
+
+    # ------------------------------------------------------------------ writes
+
+    def _write(self, role: str, frame: DataFrame) -> None:
+        """One write of the run, unless an earlier attempt of it made it (then only computed, for the counts)."""
+        attempt, route = self.attempt, self.route
+        if attempt is None:
+            route.write(role, frame, None)
+        elif attempt.is_done(role) and not route.repeatable(role):
+            if self.counts is None:  # an earlier attempt wrote them; the counts are observed over them
+                frame.write.format("noop").mode("overwrite").save()
+            return
+        else:
+            if not route.exists(role, self.session):
+                attempt.created.add(role)  # the creating commit keeps no tag: the protocol knows it by this
+            route.write(role, frame, attempt.options(role))
+        name = route.name(role)
+        if name:
+            self.written.append(name)
+
+    def _errors(self, frame: DataFrame, *, failing_only: bool = False) -> DataFrame:
+        return self.route.error_frame(
+            self.flagged, frame, run_id=self.run_id, started=self.started, failing_only=failing_only
+        )
+
+    def write_and_record(self) -> RunOutcome:
+        spec, route = self.spec, self.route
+        replaced = route.input(self.df, self.attempt)
+        if replaced is not None:  # the DLQ mode adds the fixed rows it recycles, read as of the claim
+            self.flagged = self._flag(replaced)
+        flagged = self.flagged
+        has_errors, has_target = ERRORS in route.roles, TARGET in route.roles
+        annotated = route.annotated and has_target
+        observe = route.observe and spec.batch is None
+        cached = should_cache(flagged.df, spec.settings) or not observe
+        input_from_target = (
+            route.counts_from_target
+            and observe
+            and has_errors
+            and has_target
+            and not annotated
+            and not flagged.dataset_metrics
+            and len(flagged.rules) <= MANY_RULES
+        )
+        frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
+        observation, error_observation = Observation(), Observation()
+        fail_rules = [r for r in flagged.rules if r.action_if_failed is Action.FAIL and not route.coerce_to_drop]
+        samples = _sample_source(route, self.session, self.run_id)
+
+        def observed() -> DataFrame:
+            """``frame`` counted by one observation over every row (writes that see every row)."""
+            return observed_counts(flagged.with_frame(frame), observation)
+
+        try:
+            target_done = False
+            if not observe:
+                self.counts = counts_from_metrics(flagged, frame.agg(*metric_columns(flagged)).collect()[0].asDict())
+                if has_errors:
+                    self._write(ERRORS, self._errors(frame))
+            elif has_errors:
+                # The failure counts are taken above the error filter, over the failing rows only (a
+                # clean row adds nothing to them). The input's row count comes from the target's
+                # commit when the route reports it; otherwise every row passes one count here,
+                # which also computes many rules' flags once, below the filter.
+                counted = frame if input_from_target else frame.observe(observation, *input_metric_columns(flagged))
+                failed_rows = flagged.failed(counted).observe(error_observation, *failure_metric_columns(flagged))
+                self._write(ERRORS, self._errors(failed_rows, failing_only=True))
+                metrics = {**error_observation.get, **({} if input_from_target else observation.get)}
+                self.counts = counts_from_metrics(flagged, metrics)
+            elif has_target and not fail_rules:
+                rows = observed()
+                self._write(TARGET, self._annotate(rows) if annotated else flagged.kept(rows))
+                target_done = True
+            else:
+                observed().write.format("noop").mode("overwrite").save()
+            if self.counts is None:
+                self.counts = counts_from_metrics(flagged, observation.get)
+
+            failing = {r.name: self.counts[3][r.name] for r in fail_rules if self.counts[3][r.name] > 0}
+            if failing and input_from_target:
+                self.counts = (frame.count(), *self.counts[1:])  # the target is not written: count the input
+            if failing:
+                failed = self._result("failed", output_rows=0)
+                self._record(failed)
+                self.log.error("quarantine_run", status="failed", failed_rules=failing, **_summary(failed))
+                failure = QuarantineFailure(failed, failing)
+                try:
+                    self.alerter.failed(self.run_id, failure, failed, samples)
+                except NotificationError as alert_error:  # the rule failure stays visible as the cause
+                    raise alert_error from failure
+                raise failure
+
+            if has_target and not target_done:
+                self._write(TARGET, self._annotate(frame) if annotated else flagged.kept(frame))
+                if input_from_target:
+                    rows_out = self.attempt.output_rows(TARGET) if self.attempt is not None else None
+                    kept_rows = rows_out if rows_out is not None else flagged.kept(frame).count()
+                    self.counts = (kept_rows + self.counts[1], *self.counts[1:])
+            passed = self._result("passed")
+            self._record(passed)
+            self.log.info("quarantine_run", status="passed", **_summary(passed))
+        except (QuarantineFailure, NotificationError):
+            raise
+        except Exception as exc:
+            try:
+                if spec.stats_table:
+                    write_stats(self.session, spec.stats_table, self._result("failed", output_rows=0), options=None)
+            except Exception as stats_exc:  # noqa: BLE001 - the original error matters more
+                self.log.error("stats_write_failed", error=str(stats_exc).splitlines()[0] if str(stats_exc) else "")
+            self.log.error("quarantine_run", status="failed", error=type(exc).__name__)
+            self.alerter.failed(self.run_id, exc, None, None)
+            raise
+        finally:
+            if cached:
+                _release(frame)
+        self.alerter.finished(passed, samples)
+        return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
+
+    def _annotate(self, frame: DataFrame) -> DataFrame:
+        return annotated_rows(self.flagged, frame, run_id=self.run_id, run_at=self.started)
+
+    # ------------------------------------------------------------------ record
+
+    def _result(self, status: str, output_rows: int | None = None) -> RunResult:
+        flagged, spec, route = self.flagged, self.spec, self.route
+        input_rows, dropped, errors, per_rule = self.counts or (0, 0, 0, {r.name: 0 for r in flagged.rules})
+        if route.annotated and TARGET in route.roles:
+            dropped = 0  # an annotated output keeps every row and marks the failures
+        return RunResult(
+            run_id=self.run_id,
+            status=status,
+            input_rows=input_rows,
+            output_rows=input_rows - dropped if output_rows is None else output_rows,
+            error_rows=errors,
+            dropped_rows=dropped,
+            rule_failures=per_rule,
+            product_id=spec.product_id,
+            target_table=spec.target_table,
+            error_table=route.name(ERRORS) if ERRORS in route.roles else None,
+            stats_table=spec.stats_table,
+            tables_written=tuple(self.written) + ((spec.stats_table,) if spec.stats_table else ()),
+            started_at=self.started,
+            finished_at=_now(),
+            warnings=tuple(self.warnings),
+        )
+
+    def _record(self, outcome: RunResult) -> None:
+        """The stats row, then the run's end in the protocol: complete before anyone is told."""
+        attempt, stats_table = self.attempt, self.spec.stats_table
+        options = attempt.stats_options() if attempt is not None else {}
+        if stats_table and options is not None:  # None: an earlier attempt of this run wrote it
+            write_stats(self.session, stats_table, outcome, options=options)
+        if attempt is not None:
+            attempt.finish(final_written=outcome.passed or TARGET not in self.route.roles)
+
+
+def _release(frame: DataFrame) -> None:
+    """Unpersist ``frame``, and again if a concurrent Delta commit re-cached it meanwhile.
+
+    A write to a table the cached plan reads makes Spark re-cache that plan; when it races our
+    unpersist (another thread committing to a shared DLQ, say), the entry can come back.
+    """
+    manager: Any = frame.sparkSession._jsparkSession.sharedState().cacheManager()
+    for attempt in range(5):
+        frame.unpersist()
+        if manager.lookupCachedData(frame._jdf).isEmpty():
+            if attempt:
+                return
+            time.sleep(0.02)  # let a re-cache that is in flight land, then look once more
+            if manager.lookupCachedData(frame._jdf).isEmpty():
+                return
+
+
+def _sample_source(route: Route, session: SparkSession, run_id: str) -> SampleSource | None:
+    """Sample failing rows from what the run wrote (filtered to this run), never from the input."""
+    reader = route.failed_rows_reader(session)
+    if reader is None:
+        return None
+
+    def sample(limit: int) -> list[dict[str, Any]]:
+        written = reader().filter(F.col("meta_dq_run_id") == run_id)
+        if "meta_row_dq_results" in written.columns:
+            written = written.filter(F.size("meta_row_dq_results") > 0)
+        rows = written.drop(*[c for c in META_COLUMNS if c in written.columns]).limit(limit).collect()
+        return [row.asDict(recursive=True) for row in rows]
+
+    return sample
+
+
+def _summary(result: RunResult) -> dict[str, Any]:
+    return {
+        "input_rows": result.input_rows,
+        "output_rows": result.output_rows,
+        "dropped_rows": result.dropped_rows,
+        "error_rows": result.error_rows,
+        "rule_failures": dict(result.rule_failures),
+        "error_table": result.error_table,
+    }

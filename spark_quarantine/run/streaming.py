@@ -1,0 +1,97 @@
+"""The one streaming driver: every micro-batch of a query is a run of the engine.
+
+The DLQ mode (two queries: ``recycle`` and ``main``) and the end-to-end API (one query)
+start their queries here. Each micro-batch becomes a :class:`~spark_quarantine.run.spec.MicroBatch`
+(the query's kind, the id Spark keeps in its checkpoint, the batch id), so the run protocol
+knows a replayed batch from a new one and a reset checkpoint from a replay.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from spark_quarantine._faults import fault_scope
+from spark_quarantine._logging import get_logger
+from spark_quarantine.result import RunResult
+from spark_quarantine.run.engine import execute
+from spark_quarantine.run.protocol import query_generation
+from spark_quarantine.run.routes import Route
+from spark_quarantine.run.spec import MicroBatch, RunSpec
+
+__all__ = ["BatchPlan", "Stream", "bounded", "start"]
+
+#: What one micro-batch runs: its spec and route, built from the batch's rows and identity.
+BatchPlan = Callable[[DataFrame, MicroBatch], tuple[RunSpec, Route]]
+
+
+def bounded(trigger: Mapping[str, Any]) -> bool:
+    """An available-now or once trigger: the query stops by itself when the input is read."""
+    return "availableNow" in trigger or "once" in trigger
+
+
+@dataclass
+class Stream:
+    """A started query and the results of its micro-batches so far."""
+
+    query: StreamingQuery
+    results: list[RunResult] = field(default_factory=list)
+    failures: list[BaseException] = field(default_factory=list)
+
+    def wait(self) -> list[RunResult]:
+        """Wait for a bounded query; raise our own error (``QuarantineFailure``, ...) rather than Spark's wrapper."""
+        try:
+            self.query.awaitTermination()
+        except Exception:
+            if self.failures:
+                raise self.failures[0] from None
+            raise
+        return list(self.results)
+
+
+def start(
+    spark: SparkSession,
+    stream: DataFrame,
+    *,
+    kind: str,
+    checkpoint: str,
+    trigger: Mapping[str, Any],
+    plan: BatchPlan,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> Stream:
+    """Start ``stream`` with ``foreachBatch``: each micro-batch runs ``plan(batch, micro)`` through the engine.
+
+    ``on_result`` is told each micro-batch's result (the decorator keeps it as ``last_run``).
+    Fault points inside the batches also answer to ``stream-<kind>:<boundary>``.
+    """
+    lock = threading.Lock()
+    generation: list[str] = []
+    log = get_logger(checkpoint=checkpoint, query=kind)
+    results: list[RunResult] = []
+    failures: list[BaseException] = []
+
+    def per_batch(batch: DataFrame, batch_id: int) -> None:
+        if not generation:  # Spark wrote <checkpoint>/metadata before the first batch
+            generation.append(query_generation(spark, checkpoint))
+        spec, route = plan(batch, MicroBatch(kind, generation[0], batch_id))
+        try:
+            with fault_scope(f"stream-{kind}"):
+                result = execute(spec, route).result
+        except Exception as exc:
+            with lock:
+                failures.append(exc)
+            raise
+        log.info("streaming_batch", batch_id=batch_id, run_id=result.run_id, input_rows=result.input_rows)
+        with lock:
+            results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    writer: Any = stream.writeStream.foreachBatch(per_batch).option("checkpointLocation", checkpoint)
+    query = writer.trigger(**trigger).start()
+    return Stream(query, results, failures)

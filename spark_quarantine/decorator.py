@@ -15,6 +15,7 @@ from spark_quarantine.errors import ConfigError
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.result import RunResult
 from spark_quarantine.run.dlq import (
+    DlqRun,
     DLQTarget,
     coerced_warnings,
     parse_quarantine,
@@ -132,18 +133,10 @@ def with_quarantine(
             if session is None:
                 raise ConfigError("the DLQ mode needs a SparkSession: pass spark=", code="SQ-C006", key="spark")
             check_dlq_tables(session, dlq.dlq_table)  # before any Spark job reads data
-            common: dict[str, Any] = {
-                "dlq": dlq,
-                "settings": settings,
-                "spark": session,
-                "target_table": target_table,
-                "product_id": product_id,
-                "stats_table": stats_table,
-                "warnings": dlq_warnings,
-            }
+            mode = DlqRun(dlq, settings, session, target_table, product_id, stats_table, tuple(dlq_warnings))
             if isinstance(returned, DataFrame) and returned.isStreaming:
-                return start_dlq_stream(returned, rule_set, on_batch=keep, **common)
-            return run_dlq(returned, rule_set, **common)
+                return start_dlq_stream(returned, rule_set, mode, on_batch=keep)
+            return run_dlq(returned, rule_set, mode)
 
         def table_call(df: Any) -> RunOutcome:
             # Every run is recorded by the run protocol in the written tables' own Delta logs:

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DLQTarget",
     "DlqRoute",
+    "DlqRun",
     "coerced_warnings",
     "parse_quarantine",
     "register_action",
@@ -288,22 +289,10 @@ class DlqRoute(Route):
         merge_into_outbox(spark, dlq.dlq_table, dlq.source_table, done)
 
 
-def _spec(df: Any, rules: Sequence[Rule], common: _Common, batch: MicroBatch | None = None) -> RunSpec:
-    return RunSpec(
-        input=df,
-        rules=tuple(rules),
-        settings=common.settings,
-        spark=common.spark,
-        product_id=common.product_id,
-        target_table=common.target_table,
-        stats_table=common.stats_table,
-        warnings=tuple(common.warnings),
-        batch=batch,
-    )
-
-
 @dataclass(frozen=True)
-class _Common:
+class DlqRun:
+    """Everything a DLQ-mode run needs besides its input and rules (built once by the decorator)."""
+
     dlq: DLQTarget
     settings: Settings
     spark: SparkSession
@@ -312,37 +301,29 @@ class _Common:
     stats_table: str | None
     warnings: tuple[Problem, ...]
 
+    def spec(self, df: Any, rules: Sequence[Rule], batch: MicroBatch | None = None) -> RunSpec:
+        return RunSpec(
+            input=df,
+            rules=tuple(rules),
+            settings=self.settings,
+            spark=self.spark,
+            product_id=self.product_id,
+            target_table=self.target_table,
+            stats_table=self.stats_table,
+            warnings=self.warnings,
+            batch=batch,
+        )
 
-def run_dlq(
-    df: Any,
-    rules: Sequence[Rule],
-    *,
-    dlq: DLQTarget,
-    settings: Settings,
-    spark: SparkSession,
-    target_table: str,
-    product_id: str | None,
-    stats_table: str | None,
-    warnings: Sequence[Problem],
-) -> RunOutcome:
+    def route(self, fixed: Any = "inbox") -> DlqRoute:
+        return DlqRoute(self.dlq, self.target_table, self.stats_table, fixed=fixed)
+
+
+def run_dlq(df: Any, rules: Sequence[Rule], mode: DlqRun) -> RunOutcome:
     """One batch run in DLQ mode (see the module docstring)."""
-    common = _Common(dlq, settings, spark, target_table, product_id, stats_table, tuple(warnings))
-    return execute(_spec(df, rules, common), DlqRoute(dlq, target_table, stats_table))
+    return execute(mode.spec(df, rules), mode.route())
 
 
-def start_dlq_stream(
-    df: DataFrame,
-    rules: Sequence[Rule],
-    *,
-    dlq: DLQTarget,
-    settings: Settings,
-    spark: SparkSession,
-    target_table: str,
-    product_id: str | None,
-    stats_table: str | None,
-    warnings: Sequence[Problem],
-    on_batch: Callable[[RunResult], None],
-) -> Any:
+def start_dlq_stream(df: DataFrame, rules: Sequence[Rule], mode: DlqRun, on_batch: Callable[[RunResult], None]) -> Any:
     """Start the streaming DLQ mode; return the main ``StreamingQuery``.
 
     Two queries of the one streaming driver, each with its own checkpoint under
@@ -359,6 +340,7 @@ def start_dlq_stream(
     never makes an append be skipped. With the default available-now trigger the recycle
     query runs to completion first.
     """
+    spark, dlq, settings = mode.spark, mode.dlq, mode.settings
     checkpoint = settings.checkpoint_location
     if not checkpoint:
         raise ConfigError(
@@ -368,14 +350,13 @@ def start_dlq_stream(
             key="spark.quarantine.checkpoint_location",
         )
     trigger = dict(settings.trigger) or {"availableNow": True}
-    common = _Common(dlq, settings, spark, target_table, product_id, stats_table, tuple(warnings))
     empty = spark.createDataFrame([], df.schema)
 
     def recycle(batch: DataFrame, micro: MicroBatch) -> tuple[RunSpec, Route]:
-        return _spec(empty, rules, common, micro), DlqRoute(dlq, target_table, stats_table, fixed=batch)
+        return mode.spec(empty, rules, micro), mode.route(fixed=batch)
 
     def main(batch: DataFrame, micro: MicroBatch) -> tuple[RunSpec, Route]:
-        return _spec(batch, rules, common, micro), DlqRoute(dlq, target_table, stats_table, fixed="none")
+        return mode.spec(batch, rules, micro), mode.route(fixed="none")
 
     changes = (
         spark.readStream.format("delta")

@@ -66,6 +66,9 @@ _RECENT = 25
 
 _live_lock = threading.Lock()
 _live: dict[str, str] = {}  # action -> run id of the run in progress in this process
+#: (action, run id) of the runs finished in this process. A finished run stays finished, so a
+#: run that follows one finished here need not read the final part's log to know it.
+_finished_here: set[tuple[str, str]] = set()
 
 
 def action_key(kind: str, *names: str) -> str:
@@ -257,9 +260,13 @@ class Attempt:
         it had no rows (Delta commits nothing for an empty append).
         """
         final = self.final or self.parts[-1].role
+        # A stats append always has its one row, so its commit is there: no need to look.
+        committed = final == "stats" or final in self.done or self._commit(final) is not None
         try:
-            if not final_written or (final not in self.done and self._commit(final) is None):
+            if not final_written or not committed:
                 _mark(self.spark, self.anchor, f"{self.action}/done", self.run, self.tag("done"), "done")
+            with _live_lock:
+                _finished_here.add((self.action, self.run_id))
         finally:
             self.release()
 
@@ -354,6 +361,9 @@ def _finished(
     anchor: str,
     anchor_commits: Sequence[_Commit],
 ) -> bool:
+    with _live_lock:
+        if (action, claim.run_id) in _finished_here:
+            return True
     for _, tag in _claims(anchor_commits, action):
         if tag.get("run_id") == claim.run_id and tag.get("part") == "done":
             return True

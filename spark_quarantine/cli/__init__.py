@@ -264,6 +264,3 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         print(f"spark-quarantine: {exc}", file=sys.stderr)
         return EXIT_FAILED
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

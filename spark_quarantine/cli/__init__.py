@@ -263,4 +263,3 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     except SparkQuarantineError as exc:
         print(f"spark-quarantine: {exc}", file=sys.stderr)
         return EXIT_FAILED
-

@@ -105,7 +105,13 @@ _POINTS = {
 
 
 def written(
-    role: str, table: str, write: Callable[[], None], *, point: str | None = None, message: str | None = None
+    role: str,
+    table: str,
+    write: Callable[[], object],
+    *,
+    point: str | None = None,
+    message: str | None = None,
+    faults: bool = True,
 ) -> None:
     """Run ``write`` (one Delta commit to ``table``); every failure becomes a coded error naming it.
 
@@ -116,7 +122,7 @@ def written(
     """
     failed = message or f"writing the {role} '{table}' failed"
     try:
-        with seam(point or _POINTS.get(role)):
+        with seam((point or _POINTS.get(role)) if faults else None):
             write()
     except AnalysisException as exc:
         condition = exc.getCondition() or ""

@@ -50,12 +50,12 @@ def save(
         if config.format != "delta":
             raise InvalidParameterError(f"cluster_by needs format 'delta', found {config.format!r}")
         if config.mode == "overwrite" or not exists(df.sparkSession, config):
-            _create_clustered(df, config)
+            _create_clustered(df, config, role)
     location = config.location
     written(role, location, lambda: writer.save(location) if is_path(location) else writer.saveAsTable(location))
 
 
-def _create_clustered(df: DataFrame, config: OutputConfig) -> None:
+def _create_clustered(df: DataFrame, config: OutputConfig, role: str) -> None:
     """Create (or replace, for overwrite) a liquid-clustered Delta table with ``df``'s schema.
 
     Delta 4.0's DataFrameWriter cannot cluster a new table, so the table is made first
@@ -72,7 +72,8 @@ def _create_clustered(df: DataFrame, config: OutputConfig) -> None:
     builder = builder.addColumns(df.schema).clusterBy(*config.cluster_by)
     if needs_column_mapping(df.schema):
         builder = builder.property("delta.columnMapping.mode", "name")
-    builder.execute()
+    # Through the one writer's error handling; not a fault boundary (it writes no rows).
+    written(role, config.location, builder.execute, faults=False)
 
 
 def exists(spark: SparkSession, config: OutputConfig) -> bool:

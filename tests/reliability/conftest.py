@@ -34,7 +34,7 @@ class BadInput:
 
 @dataclass(frozen=True)
 class KillPoint:
-    """One write boundary where a run was SIGKILLed, then rerun and the tables checked exactly."""
+    """One write boundary where a run was killed (SIGKILL) or crashed in-process, then rerun and checked."""
 
     mode: str  # "error table", "DLQ", "streaming DLQ"
     point: str  # the boundary name (SPARK_QUARANTINE_KILL_AT)
@@ -57,6 +57,7 @@ class Catalog:
     kill_points: list[KillPoint] = field(default_factory=list)
     properties: list[Property] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)  # leaks and load: name -> measured figure
+    lost: dict[str, tuple[int, int]] = field(default_factory=dict)  # fault model: mode -> (lost, twice)
 
     def bad_input(
         self, area: str, tried: str, code: str, message: str, *, nothing_written: bool, written: str = ""
@@ -72,6 +73,13 @@ class Catalog:
 
     def figure(self, name: str, value: str) -> None:
         self.figures[name] = value
+
+    def rows_lost(self, mode: str, lost: int, twice: int) -> None:
+        """The fault model's count for one mode; the ``LOST`` figure sums every mode recorded so far."""
+        self.lost[mode] = (lost, twice)
+        total = f"{sum(n for n, _ in self.lost.values())} / {sum(n for _, n in self.lost.values())}"
+        parts = ", ".join(f"{m}: {n} / {t}" for m, (n, t) in self.lost.items())
+        self.figure(LOST, f"{total} ({parts})")
 
 
 _CATALOG = Catalog()
@@ -125,7 +133,8 @@ def render(catalog: Catalog) -> str:
         "| figure | value |",
         "|---|---|",
         f"| bad inputs tried | {len(catalog.bad_inputs)} ({safe} with nothing written) |",
-        f"| write boundaries killed (SIGKILL) and recovered | {len(catalog.kill_points)} ({runs} processes) |",
+        f"| write boundaries crashed (SIGKILL or in-process) and recovered | {len(catalog.kill_points)} "
+        f"({runs} processes) |",
         f"| properties checked | {len(catalog.properties)} ({examples} generated examples) |",
         f"| rows lost (counted by the fault model) | {catalog.figures.get(LOST, 'not measured in this run')} |",
         "",
@@ -147,10 +156,12 @@ def render(catalog: Catalog) -> str:
         "",
         "## Fault injection",
         "",
-        "Each run is started in its own process and killed with SIGKILL at a write boundary",
-        "(`SPARK_QUARANTINE_KILL_AT`), then rerun; the tables are then compared exactly with those of",
-        "an uninterrupted run: no quarantined row lost, no row in both the target and the inbox, no",
-        "duplicate in either, each fixed row recycled once.",
+        "Each run is either started in its own process and killed with SIGKILL at a write boundary",
+        "(`SPARK_QUARANTINE_KILL_AT`), or crashed in-process at the boundary (`_faults.crash_at`, a",
+        '`BaseException` no `except` of the library catches; rows marked "in-process"), then rerun;',
+        "the tables are then compared exactly with an uninterrupted run or the fault model's oracle:",
+        "no quarantined row lost, no row in both the target and the inbox, no duplicate in either,",
+        "each fixed row recycled once.",
         "",
         "| mode | kill point | processes | checked after the rerun |",
         "|---|---|---|---|",

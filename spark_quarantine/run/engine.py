@@ -217,13 +217,12 @@ class _Run:
         elif attempt.is_done(role) and not route.repeatable(role):
             if self.counts is None:  # an earlier attempt wrote them; the counts are observed over them
                 frame.write.format("noop").mode("overwrite").save()
-            return
         else:
             if not route.exists(role, self.session):
                 attempt.created.add(role)  # the creating commit keeps no tag: the protocol knows it by this
             route.write(role, frame, attempt.options(role))
         name = route.name(role)
-        if name:
+        if name:  # the run wrote it, in this attempt or an earlier one
             self.written.append(name)
 
     def _errors(self, frame: DataFrame, *, failing_only: bool = False) -> DataFrame:

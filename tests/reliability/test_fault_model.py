@@ -23,18 +23,19 @@ import itertools
 import os
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, invariant, precondition, rule
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_quarantine import RunProtocolError, create_dlq_tables, with_quarantine
 from spark_quarantine._faults import SimulatedCrash, crash_at
 from spark_quarantine.dlq import mark_fixed
+from tests.reliability._machines import Figures, Machine
 from tests.reliability.conftest import Catalog
 
 RULES = [{"name": "amount_positive", "expectation": "amount > 0", "action_if_failed": "drop"}]
@@ -58,19 +59,6 @@ COMPLETE = POINTS.index("after_target")
 EXAMPLES = int(os.environ.get("SQ_FAULT_EXAMPLES", "1"))
 STEPS = int(os.environ.get("SQ_FAULT_STEPS", "6"))
 _names = itertools.count()
-
-
-@dataclass
-class Figures:
-    steps: int = 0
-    kills: set[str] = field(default_factory=set)
-    crashes: int = 0
-    interleavings: int = 0
-    refusals: int = 0
-    rows_compared: int = 0
-    rows_lost: int = 0
-    rows_twice: int = 0
-    drifts: int = 0
 
 
 FIGURES = Figures()
@@ -100,7 +88,7 @@ class Row:
         return self.status == "quarantined" and self.column == "amount" and not isinstance(self.amount, bool)
 
 
-class DLQPipeline(RuleBasedStateMachine):
+class DLQPipeline(Machine):
     spark: SparkSession
 
     @initialize()
@@ -195,16 +183,6 @@ class DLQPipeline(RuleBasedStateMachine):
             for t in (self.dlq, f"{self.dlq}_outbox")
             + ((self.target,) if self.spark.catalog.tableExists(self.target) else ())
         ]
-
-    @precondition(lambda self: getattr(self, "checks", 0) <= 1)
-    @rule()
-    def a_first_step_that_is_skipped(self) -> None:
-        """Not a step: it rejects the all-simplest sequence Hypothesis tries first (one step repeated).
-
-        At this budget that sequence would take minutes to say little; as a first step this rule
-        makes it (and any sequence that picks it first) invalid, so Hypothesis generates others.
-        """
-        assume(False)
 
     # ------------------------------------------------------------------ steps
 

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from hypothesis import HealthCheck, assume, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, invariant, precondition, rule
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_quarantine import (
@@ -56,6 +56,7 @@ from spark_quarantine import (
     with_quarantine,
 )
 from spark_quarantine._faults import SimulatedCrash, crash_at
+from tests.reliability._machines import Figures, Machine
 from tests.reliability.conftest import Catalog
 from tests.reliability.crash_end_to_end import POISON, RULES, batch_run, stream_run
 
@@ -73,21 +74,6 @@ RESPONSES = ("same input", "new input, then restore", "new input, then close")
 _names = itertools.count()
 
 Batch = list[tuple[int, float]]
-
-
-@dataclass
-class Figures:
-    steps: int = 0
-    kills: set[str] = field(default_factory=set)
-    crashes: int = 0
-    sigkills: int = 0
-    interleavings: int = 0
-    refusals: int = 0
-    closes: int = 0
-    resets: int = 0
-    rows_compared: int = 0
-    rows_lost: int = 0
-    rows_twice: int = 0
 
 
 FIGURES = {mode: Figures() for mode in ("error table", "end-to-end", "streaming end-to-end")}
@@ -115,7 +101,7 @@ class Effect:
     stats: Counter[str] = field(default_factory=Counter)
 
 
-class Oracle(RuleBasedStateMachine):
+class Oracle(Machine):
     """What every table must hold, and the invariant that compares it with the tables."""
 
     spark: ClassVar[SparkSession]
@@ -152,16 +138,6 @@ class Oracle(RuleBasedStateMachine):
         self.expected.target += effect.target
         self.expected.errors += effect.errors
         self.expected.stats += effect.stats
-
-    @precondition(lambda self: getattr(self, "checks", 0) <= 1)
-    @rule()
-    def a_first_step_that_is_skipped(self) -> None:
-        """Not a step: it rejects the all-simplest sequence Hypothesis tries first (one step repeated).
-
-        At this budget that sequence would take minutes to say little; as a first step this rule
-        makes it (and any sequence that picks it first) invalid, so Hypothesis generates others.
-        """
-        assume(False)
 
     # ------------------------------------------------------------------ tables
 

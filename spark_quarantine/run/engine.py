@@ -5,8 +5,10 @@ stream) builds a spec and a route and calls :func:`execute`, which always goes t
 
 1. refuse, before any Spark job, an input that is not a DataFrame, columns that collide with
    ours, rules that do not fit the schema, and writes whose tables cannot take the rows;
-2. send the start alert, then claim the run in the run protocol (the run's first commit:
-   a failing start alert with ``fail_on_error`` leaves nothing written);
+2. send the start alert, then claim the run in the run protocol (a failing start alert with
+   ``fail_on_error`` leaves nothing written): in DLQ mode by a commit of its own; in the other
+   modes the run's error commit claims it (a claim mark before the next write when it has no
+   failing row);
 3. evaluate every rule once and write: the failing rows first, with the failure counts
    observed over them (a ``fail`` rule is known before the target is touched), then the
    target; a write an earlier attempt of the run made is not made again;
@@ -139,6 +141,7 @@ class _Run:
         self.started = _now()
         self.attempt: Attempt | None = None
         self.written: list[str] = []
+        self.wrote_now: set[str] = set()  # the roles this attempt wrote (not skipped as done)
         self.counts: tuple[int, int, int, dict[str, int]] | None = None
         self.warnings: list[Problem] = list(spec.warnings)
         self.flagged: Flagged
@@ -184,7 +187,7 @@ class _Run:
         )
 
     def claim(self) -> None:
-        """The run protocol's claim: the run's first commit (after the start alert)."""
+        """The run protocol's claim (after the start alert); see :func:`~spark_quarantine.run.protocol.open_run`."""
         spec = self.spec
         claim = self.route.claim(self.session, self.df.schema, spec.batch)
         if claim is None:
@@ -204,6 +207,7 @@ class _Run:
             pins=claim.pins,
             describe=claim.describe,
             replay=batch is not None,
+            light=claim.by_first_write,
         )
         self.run_id = self.attempt.run_id  # a resumed run keeps its first attempt's id
 
@@ -218,9 +222,12 @@ class _Run:
             if self.counts is None:  # an earlier attempt wrote them; the counts are observed over them
                 frame.write.format("noop").mode("overwrite").save()
         else:
+            if role != attempt.parts[0].role:
+                attempt.record()  # the anchor's log holds the run before any other write
             if not route.exists(role, self.session):
                 attempt.created.add(role)  # the creating commit keeps no tag: the protocol knows it by this
             route.write(role, frame, attempt.options(role))
+            self.wrote_now.add(role)
         name = route.name(role)
         if name:  # the run wrote it, in this attempt or an earlier one
             self.written.append(name)
@@ -282,6 +289,7 @@ class _Run:
                 observed().write.format("noop").mode("overwrite").save()
             if self.counts is None:
                 self.counts = counts_from_metrics(flagged, observation.get)
+            self._anchor_written()
 
             failing = {r.name: self.counts[3][r.name] for r in fail_rules if self.counts[3][r.name] > 0}
             if failing and input_from_target:
@@ -323,6 +331,17 @@ class _Run:
         self.alerter.finished(passed, samples)
         return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
 
+    def _anchor_written(self) -> None:
+        """Tell the protocol how many rows the anchor part's commit (which may claim the run) holds."""
+        attempt = self.attempt
+        if attempt is None or attempt.recorded or self.counts is None:
+            return
+        role = attempt.parts[0].role
+        if role in self.wrote_now:
+            input_rows, dropped, errors, _ = self.counts
+            kept = input_rows if self.route.annotated else input_rows - dropped
+            attempt.anchor_written(errors if role == ERRORS else kept)
+
     def _annotate(self, frame: DataFrame) -> DataFrame:
         return annotated_rows(self.flagged, frame, run_id=self.run_id, run_at=self.started)
 
@@ -356,6 +375,9 @@ class _Run:
         attempt, stats_table = self.attempt, self.spec.stats_table
         options = attempt.stats_options() if attempt is not None else {}
         if stats_table and options is not None:  # None: an earlier attempt of this run wrote it
+            if attempt is not None:
+                attempt.record()
+                options = attempt.stats_options() or {}
             write_stats(self.session, stats_table, outcome, options=options)
         if attempt is not None:
             attempt.finish(final_written=outcome.passed or TARGET not in self.route.roles)

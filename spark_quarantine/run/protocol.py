@@ -4,11 +4,14 @@ A *quarantine action* (one set of tables a pipeline writes: an error table and a
 DLQ and a target, an end-to-end output and quarantine) numbers its runs. Its state lives
 only in the Delta logs of the tables it writes, never in rows a user can delete:
 
-* **claim.** Before writing anything, a run commits an empty append to the action's
-  *anchor* table (the table every run of the action writes first or always) with Delta's
-  idempotent-write options ``txnAppId = <action>`` and ``txnVersion = <attempt>``, and a
-  ``userMetadata`` tag holding the run id, its number, the attempt and the fingerprint of
-  its input. Two runs that claim the same attempt cannot both commit: Delta skips the
+* **claim.** Before a run writes anything but its anchor part, the anchor's log records it:
+  a tag in the run's anchor commit's ``userMetadata`` holding the run id, its number, the
+  attempt and the fingerprint of its input. In the error-table and end-to-end modes the anchor
+  part (the failing rows, written first) is that record, in the same commit as its rows; when
+  it has no rows (Delta commits nothing for an empty append), or in the DLQ mode (which reads
+  its own tables as of the claim, before its first MERGE), the record is an empty commit with
+  Delta's idempotent-write options ``txnAppId = <action>`` and ``txnVersion = <attempt>``.
+  Two runs that commit that mark for the same attempt cannot both commit it: Delta skips the
   second write, or fails it with a concurrent-transaction conflict, and that run is refused
   (``SQ-E002``) before it writes anything;
 * **parts.** Every append of the run carries the same tag in its commit's ``userMetadata``
@@ -144,7 +147,8 @@ def _history(spark: SparkSession, table: str, limit: int | None) -> list[_Commit
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     try:
-        rows = spark.sql(sql).select("version", "timestamp", "operation", "userMetadata", "operationMetrics").collect()
+        # Rows of the command's own result: a ``select`` over it would cost one more Spark job.
+        rows = spark.sql(sql).collect()
     except Exception:  # noqa: BLE001 - absent, not Delta, or unreadable: no state there
         return None
     commits = []
@@ -202,16 +206,40 @@ class Attempt:
     done: frozenset[str] = frozenset()
     pins: Mapping[str, int] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)  # parts whose write created their table (no tag kept)
+    describe: str = ""
     _released: bool = False
     _found: dict[str, _Commit | None] = field(default_factory=dict)
     final: str = ""
     token: str = ""  # what this attempt registered as the action's live run in this process
+    #: The claim's tag (run, attempt, fingerprint, pins, final part).
+    claim: Mapping[str, Any] = field(default_factory=dict)
+    #: Whether the anchor's log records this run: False until the anchor part commits rows, or a
+    #: claim mark is committed, in a run claimed by its anchor part (see :func:`open_run`).
+    recorded: bool = True
 
     def tag(self, role: str) -> str:
-        """The ``userMetadata`` of this run's commit of ``role``."""
+        """The ``userMetadata`` of this run's commit of ``role`` (the anchor part's also claims the run)."""
+        if not self.recorded and role == self.parts[0].role:
+            return json.dumps({_TAG: {**self.claim, "part": role}}, sort_keys=True)
         return json.dumps(
             {_TAG: {"action": self.action, "run_id": self.run_id, "run": self.run, "part": role}}, sort_keys=True
         )
+
+    def anchor_written(self, rows: int) -> None:
+        """The anchor part was written with ``rows`` rows: with any, its commit records the run."""
+        if rows > 0:
+            self.recorded = True
+
+    def record(self) -> None:
+        """Before a write other than the anchor part's: make sure the anchor's log records the run.
+
+        When the anchor part committed nothing (no failing rows), the run's claim mark is
+        committed now, and checked, before its other writes.
+        """
+        if not self.recorded:
+            claim = dict(self.claim)
+            self.attempt = _commit_claim(self.spark, self.anchor, claim, self.describe, resumed=self.resumed)
+            self.run, self.claim, self.recorded = int(claim["run"]), claim, True
 
     def options(self, role: str) -> dict[str, str]:
         """Write options of this run's part ``role``: its tag, in the same commit as the rows.
@@ -263,7 +291,8 @@ class Attempt:
         # A stats append always has its one row, so its commit is there: no need to look.
         committed = final == "stats" or final in self.done or self._commit(final) is not None
         try:
-            if not final_written or not committed:
+            # A run the anchor's log does not record wrote nothing: it needs no done mark either.
+            if (not final_written or not committed) and self.recorded:
                 _mark(self.spark, self.anchor, f"{self.action}/done", self.run, self.tag("done"), "done")
             with _live_lock:
                 _finished_here.add((self.action, self.run_id))
@@ -287,6 +316,11 @@ def _mark(spark: SparkSession, table: str, app: str, version: int, tag: str, poi
     append_empty(spark, table, options=options, point=point)
 
 
+def _is_record(tag: Mapping[str, Any]) -> bool:
+    """A run's claim: a claim mark, or the anchor part's commit that records the run itself."""
+    return tag.get("part") == "claim" or "attempt" in tag
+
+
 def _claims(commits: Sequence[_Commit], action: str) -> Iterator[tuple[_Commit, Mapping[str, Any]]]:
     for commit in commits:
         if commit.tag is not None and commit.tag.get("action") == action:
@@ -296,10 +330,10 @@ def _claims(commits: Sequence[_Commit], action: str) -> Iterator[tuple[_Commit, 
 def _latest_claim(spark: SparkSession, anchor: str, action: str) -> tuple[_Claim | None, list[_Commit]]:
     recent = _history(spark, anchor, _RECENT) or []
     commits = recent
-    if not any(tag.get("part") == "claim" for _, tag in _claims(recent, action)) and len(recent) == _RECENT:
+    if not any(_is_record(tag) for _, tag in _claims(recent, action)) and len(recent) == _RECENT:
         commits = _history(spark, anchor, None) or []
     for commit, tag in _claims(commits, action):
-        if tag.get("part") == "claim":
+        if _is_record(tag):
             claim = _Claim(
                 run_id=str(tag["run_id"]),
                 run=int(tag["run"]),
@@ -404,6 +438,7 @@ def open_run(
     describe: str = "",
     replay: bool = False,
     final: str | None = None,
+    light: bool = False,
 ) -> Attempt:
     """Claim the next run of ``action`` (or resume its unfinished one) before anything is written.
 
@@ -414,6 +449,10 @@ def open_run(
     resumed run reads exactly what the first attempt read. With ``replay`` (micro-batches) an
     input with the fingerprint of the last *finished* run is that run replayed: nothing is
     written again.
+
+    With ``light`` the claim commits nothing yet: the anchor part (``parts[0]``, on ``anchor``,
+    written first) carries it in its commit, and :meth:`Attempt.record` commits the claim mark
+    only if that part had no rows. Without it (the DLQ mode) the claim mark is committed here.
 
     Raises :class:`~spark_quarantine.errors.RunProtocolError`: ``SQ-E001`` when an unfinished
     run had other input, ``SQ-E002`` when another run holds the action.
@@ -466,7 +505,7 @@ def open_run(
             )
         if not resumed:
             run_pins = dict(pins())
-        tag = {
+        tag: dict[str, Any] = {
             "action": action,
             "run_id": run_id,
             "run": run,
@@ -476,33 +515,9 @@ def open_run(
             "pins": dict(run_pins),
             "final": final or parts[-1].role,
         }
-        refused = RunProtocolError(
-            f"another run of {describe or 'this quarantine action'} claimed attempt {attempt} in the log of "
-            f"'{anchor}' at the same time; this run was refused before writing anything. Run them one after "
-            "the other",
-            code="SQ-E002",
-            run_id=run_id,
-            table=anchor,
-        )
-        for retry in (False, True):
-            tag["attempt"] = attempt
-            try:
-                _mark(spark, anchor, action, attempt, json.dumps({_TAG: tag}, sort_keys=True), "claim")
-            except Exception as exc:
-                if "Concurrent" in f"{type(exc).__name__} {exc}" or "CONCURRENT" in str(exc):
-                    raise refused from exc
-                raise
-            recent = [t for _, t in _claims(_history(spark, anchor, 5) or [], action) if t.get("part") == "claim"]
-            if any(t.get("run_id") == run_id and int(t.get("attempt", -1)) == attempt for t in recent):
-                break
-            if retry or any(int(t.get("attempt", -1)) >= attempt for t in recent):
-                raise refused  # Delta skipped the claim: another run took this attempt first
-            # Delta skipped the claim, yet no visible claim took this attempt: the log's cleanup
-            # removed the commits that held the last claims. Attempt numbers go on from the clock.
-            attempt = max(attempt + 1, int(time.time() * 1000))
-            if not resumed:
-                run = attempt
-                tag["run"] = run
+        if not light:
+            attempt = _commit_claim(spark, anchor, tag, describe, resumed=resumed)
+            run = int(tag["run"])
         return Attempt(
             spark,
             action,
@@ -517,7 +532,47 @@ def open_run(
             run_pins,
             final=final or parts[-1].role,
             token=token,
+            claim=tag,
+            # A resumed run whose anchor part is done is recorded by its first attempt.
+            recorded=not light or parts[0].role in done,
+            describe=describe,
         )
+
+
+def _commit_claim(spark: SparkSession, anchor: str, tag: dict[str, Any], describe: str, *, resumed: bool) -> int:
+    """Commit the claim mark of ``tag`` (updated in place if its attempt moves on); return its attempt.
+
+    Raises ``SQ-E002`` when another run took the attempt: Delta skipped this mark, or failed it
+    with a concurrent-transaction conflict.
+    """
+    action, run_id, attempt = str(tag["action"]), str(tag["run_id"]), int(tag["attempt"])
+    refused = RunProtocolError(
+        f"another run of {describe or 'this quarantine action'} claimed attempt {attempt} in the log of "
+        f"'{anchor}' at the same time; this run was refused before writing anything. Run them one after "
+        "the other",
+        code="SQ-E002",
+        run_id=run_id,
+        table=anchor,
+    )
+    for retry in (False, True):
+        tag["attempt"] = attempt
+        try:
+            _mark(spark, anchor, action, attempt, json.dumps({_TAG: {**tag, "part": "claim"}}, sort_keys=True), "claim")
+        except Exception as exc:
+            if "Concurrent" in f"{type(exc).__name__} {exc}" or "CONCURRENT" in str(exc):
+                raise refused from exc
+            raise
+        recent = [t for _, t in _claims(_history(spark, anchor, 5) or [], action) if _is_record(t)]
+        if any(t.get("run_id") == run_id and int(t.get("attempt", -1)) == attempt for t in recent):
+            return attempt
+        if retry or any(int(t.get("attempt", -1)) >= attempt for t in recent):
+            raise refused  # Delta skipped the claim: another run took this attempt first
+        # Delta skipped the claim, yet no visible claim took this attempt: the log's cleanup
+        # removed the commits that held the last claims. Attempt numbers go on from the clock.
+        attempt = max(attempt + 1, int(time.time() * 1000))
+        if not resumed:
+            tag["run"] = attempt
+    raise refused
 
 
 def close_unfinished_run(spark: SparkSession, anchor: str) -> list[str]:
@@ -534,9 +589,9 @@ def close_unfinished_run(spark: SparkSession, anchor: str) -> list[str]:
         if tag is None:
             continue
         action, run_id = str(tag.get("action")), str(tag.get("run_id"))
-        if tag.get("part") == "claim":
+        if _is_record(tag):
             latest.setdefault(action, tag)
-        elif tag.get("part") in ("done", tag.get("final")):
+        if tag.get("part") in ("done", tag.get("final")):
             finished.add((action, run_id))
     closed = []
     for action, tag in latest.items():

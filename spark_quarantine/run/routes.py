@@ -47,6 +47,9 @@ class Claim:
     create_anchor: Callable[[], None]
     describe: str
     pins: Callable[[], Mapping[str, int]] = dict
+    #: The first part's commit claims the run (a claim mark only if it has no rows): for routes
+    #: whose run reads nothing of its own tables, so the claim need not come before evaluation.
+    by_first_write: bool = False
 
 
 class Route:
@@ -151,6 +154,7 @@ class ErrorTableRoute(Route):
             parts=tuple(parts),
             create_anchor=lambda: append(session.createDataFrame([], empty), errors, role="error table"),
             describe=self.describe,
+            by_first_write=True,
         )
 
     def exists(self, role: str, session: SparkSession) -> bool:
@@ -218,6 +222,7 @@ class OutputRoute(Route):
             parts=tuple(parts),
             create_anchor=lambda: save(session.createDataFrame([], empty), replace(anchor, mode="append")),
             describe=self.describe,
+            by_first_write=True,
         )
 
     def exists(self, role: str, session: SparkSession) -> bool:

@@ -241,7 +241,9 @@ class BatchPipeline(Oracle):
     def commits(self, batch: Batch) -> list[tuple[str, bool]]:
         """The commits a run over ``batch`` makes, in order: (part, whether it commits rows or a mark)."""
         poison = any(amount == POISON for _, amount in batch)
-        out = [("claim", True), ("errors", any(failed_rules(a) for _, a in batch))]
+        errors = any(failed_rules(a) for _, a in batch)
+        # The error commit claims the run; with no failing row, a claim mark follows it.
+        out = [("errors", errors)] + ([] if errors else [("claim", True)])
         if not poison:
             out.append(("target", any(a > 0 for _, a in batch)))
         if "stats" in self.parts:
@@ -623,6 +625,11 @@ DEFAULT_RESPONSES = {
 }
 
 
+def batch_reaching(pipeline: BatchPipeline, point: str, poison: bool) -> Batch:
+    """A new batch whose run reaches ``point``: only a batch with no failing row makes a claim mark."""
+    return pipeline.new_rows(1, 0, 0) if point.endswith("_claim") else pipeline.new_rows(1, 1, 1, poison)
+
+
 def walk(machine: BatchPipeline) -> list[tuple[str, str, bool]]:
     """(boundary, operator response, poison batch) for the deterministic walk over every boundary."""
     cases = []
@@ -642,7 +649,7 @@ def test_a_run_crashed_at_each_boundary_and_run_again_matches_the_oracle(
     pipeline = machine()
     pipeline.start()
     for point, then, poison in walk(pipeline):
-        pipeline.write_batch(pipeline.new_rows(1, 1, 1, poison))
+        pipeline.write_batch(batch_reaching(pipeline, point, poison))
         pipeline.crash_and_recover(point, then, pipeline.crash)
         pipeline.every_row_is_where_the_oracle_says()
         catalog.kill_point(
@@ -675,7 +682,7 @@ def test_a_run_killed_by_sigkill_in_a_child_process_and_run_again_matches_the_or
     """The machine's SIGKILL step, once: a real child process dies at the boundary; the tables match the oracle."""
     pipeline = EndToEndPipeline()
     pipeline.start()
-    pipeline.write_batch(pipeline.new_rows(1, 1, 1, point.endswith("_done")))
+    pipeline.write_batch(batch_reaching(pipeline, point, point.endswith("_done")))
     pipeline.crash_and_recover(point, then, pipeline.sigkill)
     pipeline.every_row_is_where_the_oracle_says()
     assert point in FIGURES["end-to-end"].kills

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 from spark_quarantine.config.io import OutputConfig
 from spark_quarantine.evaluate import Flagged
 from spark_quarantine.run.protocol import Part, action_key
-from spark_quarantine.sinks.delta import append, check_appendable, table_exists
+from spark_quarantine.sinks.delta import append, check_appendable, create_empty, table_exists
 from spark_quarantine.sinks.error_table import error_rows, error_table_schema
 from spark_quarantine.sinks.output import exists, is_path, reader_of, save
 
@@ -152,7 +152,7 @@ class ErrorTableRoute(Route):
             action=action_key("error-table", *written),
             anchor=errors,
             parts=tuple(parts),
-            create_anchor=lambda: append(session.createDataFrame([], empty), errors, role="error table"),
+            create_anchor=lambda: create_empty(session, errors, empty, role="error table"),
             describe=self.describe,
             by_first_write=True,
         )

@@ -1,7 +1,8 @@
 """Appending a DataFrame to a Delta table: schema checked first, errors made clear.
 
-Tables are named, never built into SQL text: names go to ``saveAsTable`` and the catalog
-API, which parse them as identifiers, so a name cannot run SQL.
+Tables are named, not built into SQL text: names go to ``saveAsTable`` and the catalog API,
+which parse them as identifiers, so a name cannot run SQL. The one statement built here
+(:func:`create_empty`) quotes every part of the name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from spark_quarantine._faults import seam
 from spark_quarantine._identifiers import is_path, suffixed, table_name_problem
@@ -22,6 +23,7 @@ __all__ = [
     "append",
     "append_empty",
     "check_appendable",
+    "create_empty",
     "needs_column_mapping",
     "suffixed",
     "table_name_problem",
@@ -155,6 +157,34 @@ def append(
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
     written(role, table, lambda: writer.save(table) if is_path(table) else writer.saveAsTable(table))
+
+
+def _nullable(data_type: DataType) -> DataType:
+    """``data_type`` with every field and element nullable, as a DataFrame write creates a table."""
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
+
+
+def create_empty(spark: SparkSession, table: str, schema: StructType, *, role: str) -> None:
+    """Create the Delta table ``table`` (a name, or a path) with ``schema``'s columns, unless it exists.
+
+    One ``CREATE TABLE IF NOT EXISTS`` statement: one Spark job, where an empty append costs two.
+    The columns are nullable, as an append that creates the table makes them. Not a fault
+    seam: the table holds no rows, and a rerun creates it again if absent.
+    """
+    from spark_quarantine.sinks.dlq import quote_table
+
+    name = "delta.`" + table.replace("`", "``") + "`" if is_path(table) else quote_table(table)
+    mapping = " TBLPROPERTIES ('delta.columnMapping.mode' = 'name')" if needs_column_mapping(schema) else ""
+    columns = _nullable(schema)
+    assert isinstance(columns, StructType)
+    statement = f"CREATE TABLE IF NOT EXISTS {name} ({columns.toDDL()}) USING delta{mapping}"
+    written(role, table, lambda: spark.sql(statement), faults=False)
 
 
 def append_empty(

@@ -38,7 +38,7 @@ from spark_quarantine.run.engine import RunOutcome, execute
 from spark_quarantine.run.protocol import Part, action_key, table_version
 from spark_quarantine.run.routes import ERRORS, TARGET, Claim, Route
 from spark_quarantine.run.spec import MicroBatch, RunSpec
-from spark_quarantine.sinks.delta import append, check_appendable, table_exists
+from spark_quarantine.sinks.delta import append, check_appendable, create_empty, table_exists
 from spark_quarantine.sinks.dlq import (
     FAILED_RULES_TYPE,
     FIXED,
@@ -196,7 +196,7 @@ class DlqRoute(Route):
             action=action_key(kind, dlq.dlq_table, dlq.source_table, target),
             anchor=target,
             parts=tuple(parts),
-            create_anchor=lambda: append(session.createDataFrame([], schema), target, role="target table"),
+            create_anchor=lambda: create_empty(session, target, schema, role="target table"),
             describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target}'",
             pins=lambda: {"inbox": table_version(session, dlq.dlq_table), "outbox": table_version(session, dlq.outbox)},
         )

@@ -331,16 +331,24 @@ class _Run:
         self.alerter.finished(passed, samples)
         return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
 
+    def _rows(self, role: str) -> int | None:
+        """How many rows this attempt's write of ``role`` had (None: not written now, or not known)."""
+        if role not in self.wrote_now or self.counts is None:
+            return None
+        input_rows, dropped, errors, _ = self.counts
+        if role == ERRORS:
+            return errors
+        if role == TARGET:
+            return input_rows if self.route.annotated else input_rows - dropped
+        return None
+
     def _anchor_written(self) -> None:
         """Tell the protocol how many rows the anchor part's commit (which may claim the run) holds."""
         attempt = self.attempt
-        if attempt is None or attempt.recorded or self.counts is None:
-            return
-        role = attempt.parts[0].role
-        if role in self.wrote_now:
-            input_rows, dropped, errors, _ = self.counts
-            kept = input_rows if self.route.annotated else input_rows - dropped
-            attempt.anchor_written(errors if role == ERRORS else kept)
+        if attempt is not None and not attempt.recorded:
+            rows = self._rows(attempt.parts[0].role)
+            if rows is not None:
+                attempt.anchor_written(rows)
 
     def _annotate(self, frame: DataFrame) -> DataFrame:
         return annotated_rows(self.flagged, frame, run_id=self.run_id, run_at=self.started)
@@ -380,7 +388,9 @@ class _Run:
                 options = attempt.stats_options() or {}
             write_stats(self.session, stats_table, outcome, options=options)
         if attempt is not None:
-            attempt.finish(final_written=outcome.passed or TARGET not in self.route.roles)
+            attempt.finish(
+                final_written=outcome.passed or TARGET not in self.route.roles, final_rows=self._rows(attempt.final)
+            )
 
 
 def _release(frame: DataFrame) -> None:

@@ -281,15 +281,20 @@ class Attempt:
     def _table(self, role: str) -> str:
         return next(p.table for p in self.parts if p.role == role)
 
-    def finish(self, *, final_written: bool) -> None:
+    def finish(self, *, final_written: bool, final_rows: int | None = None) -> None:
         """End the attempt; mark the run done unless its last part's commit records it.
 
         That commit is missing when the last part was not written (a ``fail`` rule) and when
-        it had no rows (Delta commits nothing for an empty append).
+        it had no rows (Delta commits nothing for an empty append). ``final_rows``, when the
+        caller knows how many rows this attempt's final write had, saves looking in its log.
         """
         final = self.final or self.parts[-1].role
-        # A stats append always has its one row, so its commit is there: no need to look.
-        committed = final == "stats" or final in self.done or self._commit(final) is not None
+        if final == "stats" or final in self.done:
+            committed = True  # a stats append always has its one row, so its commit is there
+        elif final_rows is not None:
+            committed = final_rows > 0
+        else:
+            committed = self._commit(final) is not None
         try:
             # A run the anchor's log does not record wrote nothing: it needs no done mark either.
             if (not final_written or not committed) and self.recorded:

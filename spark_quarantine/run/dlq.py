@@ -198,8 +198,17 @@ class DlqRoute(Route):
             parts=tuple(parts),
             create_anchor=lambda: create_empty(session, target, schema, role="target table"),
             describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target}'",
-            pins=lambda: {"inbox": table_version(session, dlq.dlq_table), "outbox": table_version(session, dlq.outbox)},
+            pins=self._pins(session),
         )
+
+    def _pins(self, session: SparkSession) -> Callable[[], Mapping[str, int]]:
+        """The versions a run reads of its own tables: a resumed run reads them as its first attempt did."""
+        dlq = self.dlq
+        if isinstance(self.fixed, DataFrame):  # the recycle query: which fixed rows are recycled already
+            return lambda: {"outbox": table_version(session, dlq.outbox)}
+        if self.fixed == "none":  # the source query reads none of them
+            return dict
+        return lambda: {"inbox": table_version(session, dlq.dlq_table), "outbox": table_version(session, dlq.outbox)}
 
     def input(self, df: DataFrame, attempt: Attempt | None) -> DataFrame:
         assert attempt is not None  # a DLQ run is always claimed

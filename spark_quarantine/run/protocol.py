@@ -72,6 +72,10 @@ _live: dict[str, str] = {}  # action -> run id of the run in progress in this pr
 #: (action, run id) of the runs finished in this process. A finished run stays finished, so a
 #: run that follows one finished here need not read the final part's log to know it.
 _finished_here: set[tuple[str, str]] = set()
+#: The claim of the last run of each action finished in this process. A micro-batch's run starts
+#: from it instead of reading the anchor's log: one streaming query (one checkpoint) runs its
+#: batches one after the other, so no other run of its action can have claimed since.
+_last_here: dict[str, _Claim] = {}
 
 
 def action_key(kind: str, *names: str) -> str:
@@ -208,6 +212,7 @@ class Attempt:
     created: set[str] = field(default_factory=set)  # parts whose write created their table (no tag kept)
     describe: str = ""
     _released: bool = False
+    _ended: bool = False
     _found: dict[str, _Commit | None] = field(default_factory=dict)
     final: str = ""
     token: str = ""  # what this attempt registered as the action's live run in this process
@@ -301,6 +306,18 @@ class Attempt:
                 _mark(self.spark, self.anchor, f"{self.action}/done", self.run, self.tag("done"), "done")
             with _live_lock:
                 _finished_here.add((self.action, self.run_id))
+                self._ended = True
+                if self.recorded:
+                    _last_here[self.action] = _Claim(
+                        run_id=self.run_id,
+                        run=self.run,
+                        attempt=self.attempt,
+                        fingerprint=self.fingerprint,
+                        pins=dict(self.pins),
+                        version=-1,
+                        timestamp=None,
+                        final=final,
+                    )
         finally:
             self.release()
 
@@ -310,6 +327,8 @@ class Attempt:
             with _live_lock:
                 if _live.get(self.action) == (self.token or self.run_id):
                     del _live[self.action]
+                if not self._ended:  # an unfinished run: the next one must read the log to find it
+                    _last_here.pop(self.action, None)
             self._released = True
 
 
@@ -464,8 +483,10 @@ def open_run(
     """
     run_id = token = uuid.uuid4().hex
     with _registered(action, token):
-        claim, after = _latest_claim(spark, anchor, action)
-        if not after:
+        with _live_lock:
+            known = _last_here.get(action) if replay else None
+        claim, after = (known, []) if known is not None else _latest_claim(spark, anchor, action)
+        if known is None and not after:
             try:
                 create_anchor()
             except Exception:

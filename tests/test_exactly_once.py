@@ -265,6 +265,35 @@ class TestStreamingReset:
         assert target_ids(spark, table) == [1, 1, 3, 3]
         assert quarantined_ids(spark, table) == [2, 2]
 
+    def test_dropping_the_target_between_two_streams_in_one_process_loses_no_row(
+        self, spark: SparkSession, table: str, tmp_path: Path
+    ) -> None:
+        """Housekeeping between runs of one stream: the dropped target's log starts again, with every new row."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        source = f"{table}_src"
+        add_rows(spark, source, [(1, 1.0)])
+        add_rows(spark, source, [(2, 2.0)])
+        checkpoint = tmp_path / "cp"
+
+        @with_quarantine(
+            rules=RULES,
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
+            user_conf={"spark.quarantine.checkpoint_location": str(checkpoint)},
+            spark=spark,
+        )
+        def stream() -> DataFrame:
+            return spark.readStream.option("maxFilesPerTrigger", 1).table(source)
+
+        stream().awaitTermination()
+        assert target_ids(spark, table) == [1, 2]
+        spark.sql(f"DROP TABLE {table}_target")
+        add_rows(spark, source, [(3, 3.0)])
+        add_rows(spark, source, [(4, -4.0)])
+        stream().awaitTermination()
+        assert target_ids(spark, table) == [3]
+        assert quarantined_ids(spark, table) == [4]
+
 
 class TestAlertsAfterTheRun:
     def conf(self, port: int, **extra: Any) -> dict[str, Any]:

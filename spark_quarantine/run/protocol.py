@@ -450,6 +450,12 @@ def _registered(action: str, run_id: str) -> Iterator[None]:
         raise
 
 
+def _exists(spark: SparkSession, table: str) -> bool:
+    from spark_quarantine.sinks.delta import table_exists
+
+    return table_exists(spark, table)
+
+
 def open_run(
     spark: SparkSession,
     *,
@@ -484,7 +490,9 @@ def open_run(
     run_id = token = uuid.uuid4().hex
     with _registered(action, token):
         with _live_lock:
-            known = _last_here.get(action) if replay else None
+            known = _last_here.get(action) if replay and not is_path(anchor) else None
+        if known is not None and not _exists(spark, anchor):
+            known = None  # the anchor was dropped since (housekeeping): its log starts again
         claim, after = (known, []) if known is not None else _latest_claim(spark, anchor, action)
         if known is None and not after:
             try:

@@ -51,6 +51,22 @@ def add_rows(spark: SparkSession, source: str, rows: list[tuple[Any, ...]], sche
     spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(source)
 
 
+def dlq_stream(spark: SparkSession, table: str, source: str, checkpoint: Path) -> Any:
+    """The DLQ pipeline over ``source`` read as a stream, one file per micro-batch: call it to run it to the end."""
+
+    @with_quarantine(
+        rules=RULES,
+        target_table=f"{table}_target",
+        quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
+        user_conf={"spark.quarantine.checkpoint_location": str(checkpoint)},
+        spark=spark,
+    )
+    def stream() -> DataFrame:
+        return spark.readStream.option("maxFilesPerTrigger", 1).table(source)
+
+    return lambda: stream().awaitTermination()
+
+
 def target_ids(spark: SparkSession, table: str) -> list[int]:
     return sorted(r["id"] for r in spark.read.table(f"{table}_target").collect())
 
@@ -244,20 +260,7 @@ class TestStreamingReset:
         for row in [(1, 1.0), (2, -1.0), (3, 3.0)]:
             add_rows(spark, source, [row])  # one file each: several micro-batches
         checkpoint = tmp_path / "cp"
-
-        def run() -> None:
-            @with_quarantine(
-                rules=RULES,
-                target_table=f"{table}_target",
-                quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
-                user_conf={"spark.quarantine.checkpoint_location": str(checkpoint)},
-                spark=spark,
-            )
-            def stream() -> DataFrame:
-                return spark.readStream.option("maxFilesPerTrigger", 1).table(source)
-
-            stream().awaitTermination()
-
+        run = dlq_stream(spark, table, source, checkpoint)
         run()
         assert target_ids(spark, table) == [1, 3]
         shutil.rmtree(checkpoint)
@@ -273,24 +276,13 @@ class TestStreamingReset:
         source = f"{table}_src"
         add_rows(spark, source, [(1, 1.0)])
         add_rows(spark, source, [(2, 2.0)])
-        checkpoint = tmp_path / "cp"
-
-        @with_quarantine(
-            rules=RULES,
-            target_table=f"{table}_target",
-            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
-            user_conf={"spark.quarantine.checkpoint_location": str(checkpoint)},
-            spark=spark,
-        )
-        def stream() -> DataFrame:
-            return spark.readStream.option("maxFilesPerTrigger", 1).table(source)
-
-        stream().awaitTermination()
+        run = dlq_stream(spark, table, source, tmp_path / "cp")
+        run()
         assert target_ids(spark, table) == [1, 2]
         spark.sql(f"DROP TABLE {table}_target")
         add_rows(spark, source, [(3, 3.0)])
         add_rows(spark, source, [(4, -4.0)])
-        stream().awaitTermination()
+        run()
         assert target_ids(spark, table) == [3]
         assert quarantined_ids(spark, table) == [4]
 

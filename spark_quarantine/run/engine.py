@@ -384,8 +384,7 @@ class _Run:
         options = attempt.stats_options() if attempt is not None else {}
         if stats_table and options is not None:  # None: an earlier attempt of this run wrote it
             if attempt is not None:
-                attempt.record()
-                options = attempt.stats_options() or {}
+                attempt.record()  # the anchor's log holds the run before its stats row
             write_stats(self.session, stats_table, outcome, options=options)
         if attempt is not None:
             attempt.finish(

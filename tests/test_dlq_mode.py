@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -39,6 +40,10 @@ def recycled_keys(spark: SparkSession, table: str) -> set[str]:
     return {r["_dlq_sk"] for r in rows if not r["_dlq_sk"].startswith("spark_quarantine-run-")}
 
 
+def version(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"])
+
+
 def inbox(spark: SparkSession, table: str) -> list[tuple[str, str]]:
     rows = spark.read.table(f"{table}_dlq").collect()
     return sorted((r["_dlq_status"], ",".join(sorted(f["name"] for f in r["_dlq_failed_rules"]))) for r in rows)
@@ -73,6 +78,14 @@ class TestQuarantine:
         run()
         assert run.last_run is not None and run.last_run.error_rows == 6
         assert len(inbox(spark, table)) == 12
+
+    def test_a_run_with_nothing_to_recycle_leaves_the_outbox_untouched(self, spark: SparkSession, table: str) -> None:
+        """No fixed row: the inbox MERGE only inserts and no outbox MERGE is made (the outbox's log does not move)."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        before = version(spark, f"{table}_dlq_outbox")
+        pipeline(spark, table, source_rows(spark))()
+        assert version(spark, f"{table}_dlq_outbox") == before
+        assert len(inbox(spark, table)) == 3
 
     def test_tables_are_checked_before_any_data_is_read(self, spark: SparkSession, table: str) -> None:
         """A missing DLQ is SQ-D001 naming the table and the fix, before any Spark job runs."""
@@ -212,6 +225,33 @@ class TestStreaming:
         run()
         assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2, 9]
         assert len(inbox(spark, table)) == 3
+
+    def test_a_source_micro_batch_appends_its_failing_rows_in_one_commit_that_records_the_run(
+        self, spark: SparkSession, table: str, tmp_path: Any
+    ) -> None:
+        """New rows need no MERGE: one tagged inbox append claims the micro-batch's run; the outbox is not touched."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        source_rows(spark).write.format("delta").saveAsTable(f"{table}_src")
+        before = version(spark, f"{table}_dlq_outbox")
+
+        @with_quarantine(
+            rules=RULES,
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.append_{table}"},
+            user_conf={"spark.quarantine.checkpoint_location": str(tmp_path / "cp")},
+        )
+        def stream() -> DataFrame:
+            return spark.readStream.table(f"{table}_src")
+
+        stream().awaitTermination()
+        tags = [
+            json.loads(r["userMetadata"])["spark_quarantine"]
+            for r in spark.sql(f"DESCRIBE HISTORY {table}_dlq").collect()
+            if r["operation"] == "WRITE" and r["userMetadata"]
+        ]
+        assert [(t["part"], t["attempt"]) for t in tags] == [("errors", 1)]
+        assert len(inbox(spark, table)) == 3
+        assert version(spark, f"{table}_dlq_outbox") == before
 
     def test_a_stream_needs_a_checkpoint_location(self, spark: SparkSession, table: str) -> None:
         """SQ-C004 names the key."""

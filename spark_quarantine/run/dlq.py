@@ -14,6 +14,11 @@ run (batch, or one micro-batch) goes through the engine like any other; this rou
    recycled row that still fails back to ``quarantined``, one that passed marked ``recycled``;
 6. records the recycled rows in the outbox (an insert-only MERGE);
 7. appends the passing rows to the target: the run's last write, tagged with the run.
+
+Steps 5 and 6 are for a run with rows to recycle; without any, the inbox MERGE only inserts.
+A micro-batch of the streaming source query recycles nothing and reads none of the DLQ: its
+failing rows are a tagged append to the inbox that claims the run (anchored on the inbox, as
+the error-table mode's failing rows claim theirs), then the target append.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from spark_quarantine.sinks.dlq import (
     MISFIT_RULE,
     QUARANTINED,
     RECYCLED,
+    check_dlq_tables,
     decode_inbox_rows,
     fixed_rows,
     inbox_rows,
@@ -176,6 +182,7 @@ class DlqRoute(Route):
         self._fitting: DataFrame | None = None
         self._misfits: DataFrame | None = None
         self._occurrence = ""
+        self._recycling = False  # whether the run has rows to recycle (known once its input is read)
 
     def name(self, role: str) -> str | None:
         return self.dlq.dlq_table if role == ERRORS else self.target_table if role == TARGET else None
@@ -183,21 +190,38 @@ class DlqRoute(Route):
     def check(self, session: SparkSession, schema: StructType) -> None:
         check_appendable(session, self.target_table, schema, role="target table")
 
+    @property
+    def source_only(self) -> bool:
+        """A micro-batch of the streaming source query: it recycles nothing, so it only appends."""
+        return isinstance(self.fixed, str) and self.fixed == "none"
+
     def claim(self, session: SparkSession, schema: StructType, batch: MicroBatch | None) -> Claim:
         dlq, target = self.dlq, self.target_table
         kind = "dlq" if batch is None else f"dlq-stream-{batch.kind}"
+        action = action_key(kind, dlq.dlq_table, dlq.source_table, target)
+        describe = f"the DLQ quarantine of '{dlq.source_table}' into '{target}'"
+        stats = [Part("stats", self.stats_table)] if self.stats_table else []
+        if self.source_only:
+            # New failing rows only (no recycled row to requeue or mark): an append to the inbox,
+            # tagged like any append, and claiming the run in its own commit as the error-table
+            # mode's failing rows do. It reads nothing of its own tables, so nothing is pinned.
+            return Claim(
+                action=action,
+                anchor=dlq.dlq_table,
+                parts=(Part(ERRORS, dlq.dlq_table), Part(TARGET, target), *stats),
+                create_anchor=lambda: check_dlq_tables(session, dlq.dlq_table),
+                describe=describe,
+                by_first_write=True,
+            )
         # The inbox and outbox MERGEs are repeatable (insert-only by a key that is the same in a
         # rerun); the target append is the run's last write and is recorded with the run.
         parts = [Part("inbox", dlq.dlq_table, tagged=False), Part("outbox", dlq.outbox, tagged=False)]
-        parts.append(Part(TARGET, target))
-        if self.stats_table:
-            parts.append(Part("stats", self.stats_table))
         return Claim(
-            action=action_key(kind, dlq.dlq_table, dlq.source_table, target),
+            action=action,
             anchor=target,
-            parts=tuple(parts),
+            parts=(*parts, Part(TARGET, target), *stats),
             create_anchor=lambda: create_empty(session, target, schema, role="target table"),
-            describe=f"the DLQ quarantine of '{dlq.source_table}' into '{target}'",
+            describe=describe,
             pins=self._pins(session),
         )
 
@@ -206,8 +230,6 @@ class DlqRoute(Route):
         dlq = self.dlq
         if isinstance(self.fixed, DataFrame):  # the recycle query: which fixed rows are recycled already
             return lambda: {"outbox": table_version(session, dlq.outbox)}
-        if self.fixed == "none":  # the source query reads none of them
-            return dict
         return lambda: {"inbox": table_version(session, dlq.dlq_table), "outbox": table_version(session, dlq.outbox)}
 
     def input(self, df: DataFrame, attempt: Attempt | None) -> DataFrame:
@@ -235,9 +257,14 @@ class DlqRoute(Route):
         self._misfits = recycled.filter(F.col(MISFIT).isNotNull())
         self._fitting = recycled.filter(F.col(MISFIT).isNull()).drop(MISFIT)
         self._occurrence = attempt.run_id  # the same in every attempt of the run, new for every run
-        return df.withColumn(RECYCLED_SK, F.lit(None).cast("string")).unionByName(
-            self._fitting.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK)
-        )
+        # One small job over the rows to recycle (a resumed run reads them at the same pins, so
+        # it decides the same). Without any, the run's writes are those of new rows alone: the
+        # inbox MERGE only inserts and the outbox MERGE is not made.
+        self._recycling = not self.source_only and not recycled.isEmpty()
+        fresh = df.withColumn(RECYCLED_SK, F.lit(None).cast("string"))
+        if not self._recycling:
+            return fresh
+        return fresh.unionByName(self._fitting.drop("_dlq_row_data").withColumnRenamed("_dlq_sk", RECYCLED_SK))
 
     def error_frame(
         self, flagged: Flagged, frame: DataFrame, *, run_id: str, started: datetime, failing_only: bool
@@ -255,6 +282,8 @@ class DlqRoute(Route):
             sk=F.col(RECYCLED_SK),
             occurrence=self._occurrence,
         ).select(*_INBOX, F.col(RECYCLED_SK).isNotNull().alias(REQUEUE), F.lit(False).alias(DONE))
+        if not self._recycling:
+            return failing  # no recycled row, no misfit
         passed = frame.filter(~F.col(ANY_FLAG) & F.col(RECYCLED_SK).isNotNull()).select(RECYCLED_SK)
         recycled_rows = (
             self._fitting.join(passed.withColumnRenamed(RECYCLED_SK, "_dlq_sk"), "_dlq_sk", "left_semi")
@@ -283,7 +312,9 @@ class DlqRoute(Route):
         return failing.unionByName(recycled_rows).unionByName(misfit_rows)
 
     def repeatable(self, role: str) -> bool:
-        return role == ERRORS  # MERGEs keyed by row: a resumed run makes them again, to the same effect
+        # MERGEs keyed by row: a resumed run makes them again, to the same effect. The source
+        # query's inbox append is tagged instead, and skipped when its commit is found.
+        return role == ERRORS and not self.source_only
 
     def exists(self, role: str, session: SparkSession) -> bool:
         return role == ERRORS or table_exists(session, self.target_table)
@@ -293,6 +324,12 @@ class DlqRoute(Route):
             append(frame, self.target_table, role="target table", options=options)
             return
         spark, dlq = frame.sparkSession, self.dlq
+        if self.source_only:
+            append(frame.select(*_INBOX), dlq.dlq_table, role="DLQ inbox", options=options, point="inbox")
+            return
+        if not self._recycling:  # new failing rows only: an insert-only MERGE, nothing for the outbox
+            merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, frame)
+            return
         merge_into_inbox(spark, dlq.dlq_table, dlq.source_table, frame, requeue=F.col(REQUEUE), recycled=F.col(DONE))
         done = frame.filter(F.col(DONE)).select("_dlq_sk", F.col("_row_data").alias("_dlq_row_data"))
         merge_into_outbox(spark, dlq.dlq_table, dlq.source_table, done)

@@ -149,14 +149,18 @@ def append(
     *,
     role: str,
     options: Mapping[str, str] | None = None,
+    point: str | None = None,
 ) -> None:
-    """Append ``df`` to the Delta table ``table`` (a name, or a path), creating it if absent."""
+    """Append ``df`` to the Delta table ``table`` (a name, or a path), creating it if absent.
+
+    ``point`` names the fault seam around the commit (default: the role's).
+    """
     writer = df.write.format("delta").mode("append")
     if needs_column_mapping(df.schema) and not table_exists(df.sparkSession, table):
         writer = writer.option("delta.columnMapping.mode", "name")
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
-    written(role, table, lambda: writer.save(table) if is_path(table) else writer.saveAsTable(table))
+    written(role, table, lambda: writer.save(table) if is_path(table) else writer.saveAsTable(table), point=point)
 
 
 def _nullable(data_type: DataType) -> DataType:

@@ -14,22 +14,12 @@ from typing import Any
 
 import structlog
 
-from spark_quarantine.tokens import known_secrets
+from spark_quarantine.tokens import REDACTED, known_secrets, redact
 
-__all__ = ["LOGGER_NAME", "get_logger", "redact", "redact_secrets"]
+__all__ = ["LOGGER_NAME", "REDACTED", "get_logger", "redact", "redact_secrets"]
 
 LOGGER_NAME = "spark_quarantine"
-REDACTED = "***"
-
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
-
-
-def redact(text: str) -> str:
-    """``text`` with every known secret value replaced by ``***``."""
-    for secret in known_secrets():
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 def _redact_value(value: Any) -> Any:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from spark_quarantine._text import shorten
 from spark_quarantine.problems import Problem
+from spark_quarantine.tokens import redact
 
 if TYPE_CHECKING:
     from spark_quarantine.result import RunResult
@@ -62,6 +64,9 @@ CODES: dict[str, str] = {
     "SQ-R024": "expectation contains a subquery",
     "SQ-R025": "expectation is non-deterministic (warning)",
     "SQ-R026": "expectation could not be analysed",
+    "SQ-R027": "every rule of the rule set is disabled: the run checks nothing (warning)",
+    "SQ-R028": "a YAML mapping repeats a key",
+    "SQ-R029": "a ${name} value in an expectation is neither a SQL literal's type nor a valid identifier",
     "SQ-R030": "in DLQ mode every rule acts as drop (warning)",
     # user_conf and decorator arguments.
     "SQ-C001": "unknown spark.quarantine.* key in user_conf",
@@ -74,6 +79,8 @@ CODES: dict[str, str] = {
     "SQ-S001": "an input column collides with a column the library adds",
     "SQ-S002": "the decorated function did not return a DataFrame",
     "SQ-S003": "an existing table's schema does not accept the rows",
+    "SQ-S004": "a streaming DataFrame where the mode takes a batch one",
+    "SQ-S005": "the input has duplicate column names",
     # Runs.
     "SQ-F001": "a rule with action_if_failed: fail had failing rows",
     "SQ-W001": "a table write failed",
@@ -89,10 +96,19 @@ CODES: dict[str, str] = {
     "SQ-D006": "a fixed row no longer fits the source schema (requeued, the run goes on)",
     "SQ-E001": "an unfinished run of this action had other input: refused before writing",
     "SQ-E002": "another run of this action is in progress: refused before writing",
+    # The command line.
+    "SQ-X001": "a command-line argument or input file is missing or malformed",
+    "SQ-X002": "a table named on the command line does not exist",
+    "SQ-X003": "--warehouse names a folder that does not exist",
+    "SQ-X009": "a command failed for a reason the message gives (no traceback)",
     # Notifications.
     "SQ-N001": "a notification channel failed (logged; raised when fail_on_error is set)",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",
 }
+
+
+#: The longest message an exception keeps (the rest is cut, saying how much).
+MAX_MESSAGE = 20_000
 
 
 class SparkQuarantineError(Exception):
@@ -103,6 +119,8 @@ class SparkQuarantineError(Exception):
     def __init__(self, message: str, *, code: str | None = None) -> None:
         if code is not None:
             self.code = code
+        # A message may quote user data or Spark's text: it never carries a secret, nor megabytes.
+        message = redact(shorten(message, MAX_MESSAGE))
         super().__init__(f"[{self.code}] {message}")
         self.message = message
 

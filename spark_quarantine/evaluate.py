@@ -10,10 +10,8 @@ error-table metadata only for rows that failed.
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -86,20 +84,6 @@ def col(name: str) -> Column:
     return F.col(quote(name))
 
 
-@contextlib.contextmanager
-def _quiet_pyspark_errors() -> Iterator[None]:
-    """PySpark logs every analysis error it raises; ours are expected and reported as problems."""
-    loggers = [logging.getLogger(n) for n in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
-    before = [lg.disabled for lg in loggers]
-    for lg in loggers:
-        lg.disabled = True
-    try:
-        yield
-    finally:
-        for lg, was in zip(loggers, before, strict=True):
-            lg.disabled = was
-
-
 def _problem(rule: Rule, code: str, message: str, severity: str = "error") -> Problem:
     return Problem(code, message, file=rule.source, line=rule.line, rule=rule.name, severity=severity)
 
@@ -113,9 +97,20 @@ def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
     """Check enabled rules against ``df``'s schema without running a job.
 
     Raises :class:`RuleValidationError` listing every error; returns the warnings
-    (non-deterministic expressions, code ``SQ-R025``).
+    (non-deterministic expressions, code ``SQ-R025``; every rule disabled, ``SQ-R027``).
     """
     enabled = [r for r in rules if r.enabled]
+    if rules and not enabled:
+        names = ", ".join(r.name for r in rules[:5]) + (", ..." if len(rules) > 5 else "")
+        return [
+            Problem(
+                "SQ-R027",
+                f"all {len(rules)} rule(s) of the rule set are disabled ({names}): the run checks nothing "
+                "and every row passes; enable a rule or remove the check",
+                file=rules[0].source,
+                severity="warning",
+            )
+        ]
     if any(compiled_kind(r) != "row" for r in enabled):
         return _check_rules_against(df, enabled)  # dataset and custom checks: analysed every time
     key = ("check", df.schema.json(), _rules_key(enabled))
@@ -135,19 +130,19 @@ def _capture(check: Callable[[], list[Problem]]) -> list[Problem] | RuleValidati
 def _check_rules_against(df: DataFrame, enabled: Sequence[Rule]) -> list[Problem]:
     problems: list[Problem] = []
     parsed: list[tuple[Rule, Column]] = []
-    with _quiet_pyspark_errors():
-        for rule in enabled:
-            if compiled_kind(rule) == "dataset":
-                problems.extend(_dataset_problems(df, rule))
-                continue
-            try:
-                parsed.append((rule, rule_condition(rule)))
-            except ParseException as exc:
-                problems.append(
-                    _problem(rule, "SQ-R020", f"expectation {rule.expectation!r} does not parse: {_first_line(exc)}")
-                )
-        if parsed:
-            problems.extend(_analyse(df, parsed))
+    # PySpark logs the analysis errors it raises through its own loggers; they are PySpark's
+    # (the user's process configures them), so they are left alone, never muted or created here.
+    for rule in enabled:
+        if compiled_kind(rule) == "dataset":
+            problems.extend(_dataset_problems(df, rule))
+            continue
+        try:
+            parsed.append((rule, rule_condition(rule)))
+        except ParseException as exc:
+            in_filter = _filter_problem(df, rule)
+            problems.append(in_filter or _analysis_problem(rule, exc, df))
+    if parsed:
+        problems.extend(_analyse(df, parsed))
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise RuleValidationError(errors)
@@ -187,11 +182,15 @@ def _analyse(df: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
     try:
         combined = df.select(*[c.alias(f"{FLAG_PREFIX}v{i}") for i, (_, c) in enumerate(parsed)])
         if _extra_node_kinds(df, combined) == []:
-            return _inspect_outputs(combined, parsed)
+            return _inspect_outputs(df, combined, parsed)
     except AnalysisException:
         pass
     problems: list[Problem] = []
     for rule, column in parsed:
+        in_filter = _filter_problem(df, rule)
+        if in_filter is not None:
+            problems.append(in_filter)
+            continue
         try:
             single = df.select(column.alias(f"{FLAG_PREFIX}v0"))
         except AnalysisException as exc:
@@ -208,30 +207,47 @@ def _analyse(df: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
                 )
             )
             continue
-        problems.extend(_inspect_outputs(single, [(rule, column)]))
+        problems.extend(_inspect_outputs(df, single, [(rule, column)]))
     return problems
 
 
-def _analysis_problem(rule: Rule, exc: AnalysisException, df: DataFrame) -> Problem:
+def _analysis_problem(rule: Rule, exc: AnalysisException, df: DataFrame, part: str = "expectation") -> Problem:
+    """The problem ``exc`` shows in the rule's ``part`` (its ``expectation`` or its ``filter``)."""
     condition = exc.getCondition() or ""
+    what = f"{part} {getattr(rule, part)!r}"
     if isinstance(exc, ParseException) or condition.startswith("PARSE_"):
-        return _problem(rule, "SQ-R020", f"expectation {rule.expectation!r} does not parse: {_first_line(exc)}")
+        return _problem(rule, "SQ-R020", f"{what} does not parse: {_first_line(exc)}")
     if condition.startswith("UNRESOLVED_COLUMN") or condition.startswith("UNRESOLVED_FIELD"):
         columns = ", ".join(quote(c) for c in df.columns)
         return _problem(
             rule,
             "SQ-R021",
-            f"expectation {rule.expectation!r} names a column the DataFrame lacks; "
-            f"{_first_line(exc)} (columns: {columns})",
+            f"{what} names a column the DataFrame lacks; {_first_line(exc)} (columns: {columns})",
         )
     row_only = ("UNSUPPORTED_GENERATOR", "MISSING_GROUP_BY")
     if condition.startswith(row_only) or "AGGREGATE" in condition or "WINDOW" in condition:
-        return _problem(
-            rule, "SQ-R023", f"expectation {rule.expectation!r} is not a row expression: {_first_line(exc)}"
-        )
+        return _problem(rule, "SQ-R023", f"{what} is not a row expression: {_first_line(exc)}")
     if "SUBQUERY" in condition:
-        return _problem(rule, "SQ-R024", f"expectation {rule.expectation!r} contains a subquery: {_first_line(exc)}")
-    return _problem(rule, "SQ-R026", f"expectation {rule.expectation!r} cannot be analysed: {_first_line(exc)}")
+        return _problem(rule, "SQ-R024", f"{what} contains a subquery: {_first_line(exc)}")
+    return _problem(rule, "SQ-R026", f"{what} cannot be analysed: {_first_line(exc)}")
+
+
+def _filter_problem(df: DataFrame, rule: Rule) -> Problem | None:
+    """What is wrong with the rule's ``filter`` alone (so a problem there is not blamed on the expectation)."""
+    if not rule.filter:
+        return None
+    try:
+        alone = df.select(F.expr(rule.filter).alias(f"{FLAG_PREFIX}f0"))
+    except AnalysisException as exc:
+        return _analysis_problem(rule, exc, df, part="filter")
+    kinds = _extra_node_kinds(df, alone)
+    if kinds:
+        return _problem(
+            rule,
+            "SQ-R023",
+            f"filter {rule.filter!r} uses {' and '.join(kinds)}; a filter must judge each row on its own",
+        )
+    return None
 
 
 def _plan_kinds(df: DataFrame) -> list[str]:
@@ -260,7 +276,7 @@ def _extra_node_kinds(df: DataFrame, selected: DataFrame) -> list[str]:
     return sorted({names.get(k, k) for k in after})
 
 
-def _inspect_outputs(selected: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
+def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
     problems: list[Problem] = []
     plan: Any = selected._jdf.queryExecution().analyzed()
     project_list = plan.projectList()
@@ -279,12 +295,17 @@ def _inspect_outputs(selected: DataFrame, parsed: list[tuple[Rule, Column]]) -> 
             continue
         expression = project_list.apply(i)
         if has_subquery(expression):
+            # The condition holds the filter too: say which of the two has the subquery.
+            part = "expectation"
+            if rule.filter:
+                alone: Any = df.select(F.expr(rule.filter))._jdf.queryExecution().analyzed()
+                part = "filter" if has_subquery(alone.projectList().apply(0)) else part
             problems.append(
                 _problem(
                     rule,
                     "SQ-R024",
-                    f"expectation {rule.expectation!r} contains a subquery; a row rule may only use the "
-                    "row's own columns",
+                    f"{part} {getattr(rule, part)!r} contains a subquery; a row rule may only use the row's "
+                    "own columns",
                 )
             )
         elif not expression.deterministic():

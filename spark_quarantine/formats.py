@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from spark_quarantine import user_config as uc
+from spark_quarantine._yaml import YamlProblem
+from spark_quarantine._yaml import load as load_yaml
 from spark_quarantine.checks import ROW_CHECKS, CheckError, compile_check
 from spark_quarantine.checks.dataset import DATASET_CHECKS, bind_dataset_check
 from spark_quarantine.errors import SparkQuarantineError
@@ -110,9 +110,10 @@ def _read_file(path: Path) -> Any:
         except json.JSONDecodeError as exc:
             raise FormatError(f"{path} is not valid JSON: {exc}") from None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise FormatError(f"{path} is not valid YAML: {exc}") from None
+        return load_yaml(text)
+    except YamlProblem as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise FormatError(f"{where}: {exc.reason}") from None
 
 
 def _plain(value: Any) -> Any:

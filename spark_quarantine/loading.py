@@ -52,6 +52,17 @@ def load_rules(
         params = parse_user_conf(user_conf).rules_params if user_conf else {}
     elif user_conf and uc.RULES_PARAMS in user_conf:
         params = {**parse_user_conf(user_conf).rules_params, **params}
+    if format is None and isinstance(source, Mapping) and "rules" not in source and "expectation" in source:
+        # One rule dict, not a rule set (nor a DLT {name: expression} mapping, which has no "expectation").
+        raise RuleValidationError(
+            [
+                Problem(
+                    "SQ-R015",
+                    f"load_rules was given one rule as a dict (name {str(source.get('name', '?'))!r}); a rule set is a "
+                    "list of rules: load_rules([{...}]) or {'rules': [{...}]}",
+                )
+            ]
+        )
     converted = _convert_foreign(source, format, product_id, table_name)
     if converted is not None:
         source = converted
@@ -103,9 +114,9 @@ def _convert_foreign(source: Any, format: str | None, product_id: str | None, ta
     document = source
     if format is None and isinstance(source, (str, os.PathLike)):
         try:
-            import yaml
+            from spark_quarantine._yaml import load as load_yaml
 
-            peeked = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+            peeked = load_yaml(Path(source).read_text(encoding="utf-8"))
         except Exception:  # noqa: BLE001 - our own reader reports the problem with its line
             return None
         if not isinstance(peeked, (dict, list)) or (isinstance(peeked, dict) and "rules" in peeked):

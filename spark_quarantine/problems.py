@@ -18,6 +18,13 @@ class Problem:
     rule: str | None = None
     severity: str = "error"
 
+    def __post_init__(self) -> None:
+        # A problem may quote a rule or a value from a file: never a secret, never more than a screenful.
+        from spark_quarantine._text import shorten
+        from spark_quarantine.tokens import redact
+
+        object.__setattr__(self, "message", redact(shorten(self.message, 2_000)))
+
     def __str__(self) -> str:
         where = ""
         if self.file is not None:

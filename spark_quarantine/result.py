@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from types import MappingProxyType
 
@@ -40,6 +41,12 @@ class RunResult:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rule_failures", MappingProxyType(dict(self.rule_failures)))
+
+    def __repr__(self) -> str:
+        from spark_quarantine.tokens import redact
+
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclass_fields(self))
+        return redact(f"RunResult({fields})")
 
     @property
     def passed(self) -> bool:

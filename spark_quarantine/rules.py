@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from spark_quarantine._yaml import LineDict, YamlProblem
+from spark_quarantine._yaml import load as load_yaml
 from spark_quarantine.errors import Problem, RuleValidationError
 from spark_quarantine.tokens import TokenError, resolve_tokens
 
@@ -146,36 +146,13 @@ _REQUIRED = ("name", "expectation")
 _CHECK_KEYS = ("function", "arguments", "for_each_column")
 
 
-class _LineDict(dict[str, Any]):
-    """A mapping from YAML that remembers the line of itself and of each key."""
-
-    line: int | None = None
-    key_lines: dict[str, int]
-
-
-class _LineLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, recording 1-based line numbers on every mapping."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        mapping = _LineDict({str(k): v for k, v in super().construct_mapping(node, deep=deep).items()})
-        mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {str(key_node.value): key_node.start_mark.line + 1 for key_node, _ in node.value}
-        return mapping
-
-
-_LineLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _LineLoader.construct_mapping,
-)
-
-
 def _type_name(value: Any) -> str:
-    """The type of ``value`` as a user knows it (a YAML mapping is a ``dict``, not a ``_LineDict``)."""
+    """The type of ``value`` as a user knows it (a YAML mapping is a ``dict``, not a ``LineDict``)."""
     return "dict" if isinstance(value, dict) else type(value).__name__
 
 
 def _line_of(entry: Any, key: str | None = None) -> int | None:
-    if isinstance(entry, _LineDict):
+    if isinstance(entry, LineDict):
         if key is not None and key in entry.key_lines:
             return entry.key_lines[key]
         return entry.line
@@ -192,12 +169,9 @@ def read_rule_file(path: Path) -> tuple[list[Any], list[Problem]]:
     except UnicodeDecodeError as exc:
         return [], [Problem("SQ-R001", f"cannot read rule file: not UTF-8 text (byte {exc.start})", file=file)]
     try:
-        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
-        return [], [Problem("SQ-R002", f"not valid YAML: {reason}", file=file, line=line)]
+        doc = load_yaml(text)
+    except YamlProblem as exc:
+        return [], [Problem(exc.code, exc.reason, file=file, line=exc.line)]
     if not isinstance(doc, dict) or "rules" not in doc:
         found = "an empty file" if doc is None else f"a {type(doc).__name__}"
         if isinstance(doc, dict):
@@ -318,9 +292,12 @@ def _parse_entry(
     for key in ("name", "expectation", "tag", "description", "filter"):
         if isinstance(values.get(key), str):
             try:
-                values[key] = resolve_tokens(values[key], params=params, allow_secrets=False)
+                # In SQL a parameter is a literal of its type (or a marked identifier), never raw text.
+                values[key] = resolve_tokens(
+                    values[key], params=params, allow_secrets=False, sql=key in ("expectation", "filter")
+                )
             except TokenError as exc:
-                problem("SQ-R013", str(exc), key)
+                problem(exc.code, str(exc), key)
                 values.pop(key)
 
     if "name" in values and not values["name"].strip():

@@ -8,6 +8,9 @@ resolved secret value is remembered so that log processors can redact it.
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
+import math
 import os
 import re
 import threading
@@ -15,21 +18,33 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
+    "REDACTED",
     "EnvSecretResolver",
     "SecretResolver",
     "TokenError",
     "known_secrets",
+    "redact",
     "register_secret",
     "resolve_tokens",
     "set_secret_resolver",
+    "sql_identifier",
+    "sql_literal",
 ]
 
 _TOKEN = re.compile(r"\$\{([^}]*)\}")
+#: In SQL, a placeholder may also stand quoted (``'${status}'``): the quotes are part of it.
+_SQL_TOKEN = re.compile(r"'\$\{([^}]*)\}'|\$\{([^}]*)\}")
+#: One part of an identifier parameter's name (``${ident:name}``): letters, digits, underscores.
+_IDENTIFIER_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 
 class TokenError(ValueError):
-    """A token could not be resolved (raised internally, re-raised with a code by callers)."""
+    """A token could not be resolved (raised internally, re-raised with ``code`` by callers)."""
+
+    def __init__(self, message: str, *, code: str = "SQ-R013") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @runtime_checkable
@@ -105,11 +120,26 @@ def _find_dbutils() -> Any:
     return None
 
 
+#: What a secret value becomes wherever the library writes text.
+REDACTED = "***"
+
+
 def register_secret(value: str) -> None:
-    """Remember ``value`` as a secret so every log event and message redacts it."""
-    if value and len(value) >= 4:
+    """Remember ``value`` as a secret so every log event, message and alert redacts it (any length)."""
+    if value:
         with _lock:
             _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with every known secret value replaced by ``***`` (longest first, so none shows in part)."""
+    secrets = known_secrets()
+    if not secrets or not text:
+        return text
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def known_secrets() -> frozenset[str]:
@@ -118,14 +148,101 @@ def known_secrets() -> frozenset[str]:
         return frozenset(_secrets)
 
 
+def sql_literal(value: Any, *, what: str) -> str:
+    """``value`` as a Spark SQL literal of its type (raises :class:`TokenError` ``SQ-R029`` when it has none).
+
+    Booleans, integers, finite floats and decimals, strings (quoted, with ``\\`` and ``'``
+    escaped), dates, timestamps, and lists, tuples or sets of those (a parenthesised list,
+    for ``IN``).
+    """
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TokenError(f"{what} is {value!r}: not a number a SQL literal can hold", code="SQ-R029")
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise TokenError(f"{what} is {value!r}: not a number a SQL literal can hold", code="SQ-R029")
+        return f"{value}BD"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, _dt.datetime):
+        return f"TIMESTAMP'{value.isoformat(sep=' ')}'"
+    if isinstance(value, _dt.date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
+        if not items:
+            raise TokenError(f"{what} is an empty list: IN () is not SQL; give at least one value", code="SQ-R029")
+        if any(isinstance(v, (list, tuple, set, frozenset, Mapping)) for v in items):
+            raise TokenError(f"{what} holds a nested list: give a flat list of values", code="SQ-R029")
+        return "(" + ", ".join(sql_literal(v, what=what) for v in items) + ")"
+    found = "None (no value)" if value is None else f"a {type(value).__name__}"
+    raise TokenError(
+        f"{what} is {found}; a parameter in an expectation must be a boolean, number, string, date, timestamp "
+        "or a list of them (for IN), or an identifier given as ${ident:name}",
+        code="SQ-R029",
+    )
+
+
+def sql_identifier(value: Any, *, what: str) -> str:
+    """``value`` (a column or table name, dotted for a qualified one) quoted as a Spark SQL identifier."""
+    parts = value.split(".") if isinstance(value, str) else []
+    if not parts or not all(_IDENTIFIER_PART.match(part) for part in parts):
+        raise TokenError(
+            f"{what} must be a column or table name (letters, digits and underscores, parts joined by dots), "
+            f"found {value!r}",
+            code="SQ-R029",
+        )
+    return ".".join(f"`{part}`" for part in parts)
+
+
 def resolve_tokens(
     text: str,
     *,
     params: Mapping[str, Any] | None = None,
     allow_secrets: bool = True,
     resolver: SecretResolver | None = None,
+    sql: bool = False,
 ) -> str:
-    """Replace every ``${...}`` token in ``text``; raise :class:`TokenError` naming the first unknown one."""
+    """Replace every ``${...}`` token in ``text``; raise :class:`TokenError` naming the first unknown one.
+
+    With ``sql`` (an expectation or a filter) values are data, never SQL text: ``${name}`` and
+    ``${env:VAR}`` become literals of their type (:func:`sql_literal`; a quoted ``'${name}'``
+    is one string literal), and ``${ident:name}`` a quoted identifier (:func:`sql_identifier`).
+    """
+    values = params or {}
+
+    def parameter(token: str) -> Any:
+        if not _NAME.match(token):
+            raise TokenError(f"${{{token}}} is not a valid placeholder name")
+        if token not in values:
+            known = ", ".join(sorted(values)) or "none"
+            raise TokenError(f"unknown placeholder ${{{token}}}; spark.quarantine.rules.params defines: {known}")
+        return values[token]
+
+    if sql:
+
+        def replace_sql(match: re.Match[str]) -> str:
+            quoted, token = match.group(1) is not None, (match.group(1) or match.group(2) or "").strip()
+            if token.startswith("ident:"):
+                name = token[6:].strip()
+                if quoted:
+                    raise TokenError(f"'${{{token}}}': an identifier parameter is not quoted", code="SQ-R029")
+                return sql_identifier(parameter(name), what=f"${{ident:{name}}}")
+            if token.startswith(("env:", "secret:")):
+                value: Any = resolve_tokens(f"${{{token}}}", allow_secrets=allow_secrets, resolver=resolver)
+            else:
+                value = parameter(token)
+            if quoted:
+                value = "" if value is None else value
+                value = value if isinstance(value, str) else str(value)
+            return sql_literal(value, what=f"${{{token}}}")
+
+        return _SQL_TOKEN.sub(replace_sql, text)
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(1).strip()
@@ -137,7 +254,10 @@ def resolve_tokens(
         if token.startswith("secret:"):
             ref = token[7:].strip()
             if not allow_secrets:
-                raise TokenError(f"${{secret:{ref}}}: secrets are not allowed here")
+                raise TokenError(
+                    f"${{secret:{ref}}}: a secret is not allowed here (it would be stored as data, in every "
+                    "row, result and message that names it); use ${env:...} or a plain value"
+                )
             scope, sep, key = ref.partition("/")
             if not sep or not scope or not key:
                 raise TokenError(f"${{secret:{ref}}}: expected ${{secret:scope/key}}")
@@ -147,12 +267,6 @@ def resolve_tokens(
                 raise TokenError(f"${{secret:{ref}}}: not found ({exc.args[0] if exc.args else 'no value'})") from None
             register_secret(value)
             return value
-        if not _NAME.match(token):
-            raise TokenError(f"${{{token}}} is not a valid placeholder name")
-        values = params or {}
-        if token not in values:
-            known = ", ".join(sorted(values)) or "none"
-            raise TokenError(f"unknown placeholder ${{{token}}}; spark.quarantine.rules.params defines: {known}")
-        return str(values[token])
+        return str(parameter(token))
 
     return _TOKEN.sub(replace, text)

@@ -351,8 +351,8 @@ KEYS: dict[str, KeySpec] = {
             WEBHOOK_SECRET,
             "str",
             None,
-            "When set, each request carries `X-Spark-Quarantine-Signature: sha256=<hex HMAC-SHA256 of the body>`."
-            + _TOKENS,
+            "When set, each request carries `X-Spark-Quarantine-Signature: t=<unix time>,v1=<hex>` "
+            "(HMAC-SHA256 of the time, a dot and the body)." + _TOKENS,
         ),
     )
 }

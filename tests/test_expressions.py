@@ -73,9 +73,9 @@ class TestWhatARowRuleMayBe:
         assert "nope" in str(info.value)
 
     def test_disabled_rules_are_not_checked(self, df: DataFrame) -> None:
-        """A disabled rule may name columns this DataFrame lacks."""
+        """A disabled rule may name columns this DataFrame lacks (a set of only disabled rules warns SQ-R027)."""
         rules = load_rules([{"name": "a", "expectation": "nope > 1", "action_if_failed": "drop", "enabled": False}])
-        assert check_rules_against(df, rules) == []
+        assert [p.code for p in check_rules_against(df, rules)] == ["SQ-R027"]
 
 
 class TestNullFails:

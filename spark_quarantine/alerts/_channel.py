@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from spark_quarantine import user_config as uc
@@ -10,7 +11,7 @@ from spark_quarantine._logging import redact
 from spark_quarantine.alerts._values import coerce, require, resolve_credential, validate_url
 from spark_quarantine.alerts.registry import ChannelConfig
 
-__all__ = ["json_bytes", "option", "redacted", "required_credential", "truncate", "url_option"]
+__all__ = ["json_bytes", "markdown_text", "option", "redacted", "required_credential", "truncate", "url_option"]
 
 
 def option(config: ChannelConfig, name: str) -> Any:
@@ -59,3 +60,22 @@ def json_bytes(body: Any, *, redact_secrets: bool = True) -> bytes:
 def truncate(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, ending with an ellipsis when cut."""
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+_MARKDOWN = re.compile(r"([\\`*_~\[\]()<>|#])")
+_LINE_START = re.compile(r"(?m)^(\s*)(?:([-+])|(\d+)\.)(?=\s)")
+
+
+def _list_marker(match: re.Match[str]) -> str:
+    indent, bullet, number = match.group(1), match.group(2), match.group(3)
+    return f"{indent}\\{bullet}" if bullet else f"{indent}{number}\\."
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (data: a value, an error, a name) shown as itself where a channel renders Markdown.
+
+    Every character Markdown gives a meaning to (emphasis, code, links ``[text](url)``, HTML,
+    tables, headings) is escaped with a backslash, and so is a list marker at a line's start,
+    so a row value can neither format the message nor hide a link in it.
+    """
+    return _LINE_START.sub(_list_marker, _MARKDOWN.sub(r"\\\1", text))

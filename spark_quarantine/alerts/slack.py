@@ -70,7 +70,8 @@ def render(alert: Alert) -> dict[str, Any]:
             "elements": [{"type": "mrkdwn", "text": f"spark_quarantine · {alert.kind} · dedup key {alert.dedup_key}"}],
         }
     )
-    return {"text": f"{alert.title}\n{alert.headline}", "blocks": blocks}
+    # The fallback text (notifications, clients without blocks) is mrkdwn too: escaped like the blocks.
+    return {"text": _escape(f"{alert.title}\n{alert.headline}"), "blocks": blocks}
 
 
 class SlackNotifier:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_quarantine.alerts import http
-from spark_quarantine.alerts._channel import json_bytes, truncate, url_option
+from spark_quarantine.alerts._channel import json_bytes, markdown_text, truncate, url_option
 from spark_quarantine.alerts.alert import Alert
 from spark_quarantine.alerts.registry import ChannelConfig, CommonSettings
 
@@ -31,7 +31,12 @@ class TeamsSettings:
 
 
 def _text(text: str, **style: Any) -> dict[str, Any]:
-    return {"type": "TextBlock", "text": truncate(text, _TEXT_MAX), "wrap": True, **style}
+    # TextBlocks and facts render Markdown: data (names, values, errors) is escaped to show as itself.
+    return {"type": "TextBlock", "text": truncate(markdown_text(text), _TEXT_MAX), "wrap": True, **style}
+
+
+def _fact(title: str, value: str) -> dict[str, str]:
+    return {"title": markdown_text(title), "value": markdown_text(value)}
 
 
 def render(alert: Alert) -> dict[str, Any]:
@@ -39,14 +44,14 @@ def render(alert: Alert) -> dict[str, Any]:
     body: list[dict[str, Any]] = [
         _text(alert.title, size="Large", weight="Bolder", color=_COLOR[alert.priority]),
         _text(alert.headline),
-        {"type": "FactSet", "facts": [{"title": label, "value": value} for label, value in alert.facts]},
+        {"type": "FactSet", "facts": [_fact(label, value) for label, value in alert.facts]},
     ]
     if alert.breaching_rules:
         body.append(_text("Breaching rules", weight="Bolder", separator=True))
         body.append(
             {
                 "type": "FactSet",
-                "facts": [{"title": b.name, "value": b.summary().split(": ", 1)[1]} for b in alert.breaching_rules],
+                "facts": [_fact(b.name, b.summary().split(": ", 1)[1]) for b in alert.breaching_rules],
             }
         )
     if alert.error:

@@ -3,14 +3,17 @@
 Enable with ``spark.quarantine.notifications.webhook.enabled`` and set
 ``spark.quarantine.notifications.webhook.url``. The body is :meth:`Alert.to_dict` as compact UTF-8
 JSON. With ``spark.quarantine.notifications.webhook.secret`` set, each request carries
-``X-Spark-Quarantine-Signature: sha256=<hex>``, the HMAC-SHA256 of the exact body bytes keyed
-with the secret; :func:`verify_signature` is the check a receiver runs.
+``X-Spark-Quarantine-Signature: t=<unix seconds>,v1=<hex>``, where ``<hex>`` is the
+HMAC-SHA256, keyed with the secret, of ``<t>.`` followed by the exact body bytes. The timestamp
+is signed with the body, so a captured request cannot be replayed later than the receiver's
+tolerance; :func:`verify_signature` is the check a receiver runs (default tolerance 5 minutes).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +25,7 @@ from spark_quarantine.alerts.registry import ChannelConfig, CommonSettings
 
 __all__ = [
     "SIGNATURE_HEADER",
+    "TOLERANCE_SECONDS",
     "WebhookNotifier",
     "WebhookSettings",
     "from_config",
@@ -46,14 +50,43 @@ def render(alert: Alert) -> dict[str, Any]:
     return alert.to_dict()
 
 
-def sign(body: bytes, secret: str) -> str:
-    """The signature header's value for ``body``: ``sha256=`` and the hex HMAC-SHA256 keyed with ``secret``."""
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+#: How far a signature's timestamp may be from the receiver's clock, by default (seconds).
+TOLERANCE_SECONDS = 300
 
 
-def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
-    """True when ``header`` is the signature of ``body`` with ``secret`` (a constant-time comparison)."""
-    return header is not None and hmac.compare_digest(sign(body, secret), header.strip())
+def _digest(timestamp: int, body: bytes, secret: str) -> str:
+    return hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+
+
+def sign(body: bytes, secret: str, *, timestamp: int | None = None) -> str:
+    """The signature header's value for ``body`` sent at ``timestamp`` (default: now): ``t=<t>,v1=<hex>``."""
+    at = int(time.time()) if timestamp is None else int(timestamp)
+    return f"t={at},v1={_digest(at, body, secret)}"
+
+
+def verify_signature(
+    body: bytes,
+    header: str | None,
+    secret: str,
+    *,
+    tolerance_seconds: float = TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> bool:
+    """True when ``header`` signs ``body`` with ``secret`` at a time within ``tolerance_seconds`` of ``now``.
+
+    The digest is compared in constant time; a header without a timestamp, with an old (or
+    future) one, or in another format is refused.
+    """
+    if header is None:
+        return False
+    parts = dict(item.strip().partition("=")[::2] for item in header.split(",") if "=" in item)
+    stamp, digest = parts.get("t", ""), parts.get("v1", "")
+    if not stamp.isdigit() or not digest:
+        return False
+    clock = time.time() if now is None else now
+    if abs(clock - int(stamp)) > tolerance_seconds:
+        return False
+    return hmac.compare_digest(_digest(int(stamp), body, secret), digest)
 
 
 class WebhookNotifier:

@@ -33,22 +33,25 @@ class ZoomSettings:
     token: str = field(repr=False)
 
 
+def _message(text: str) -> dict[str, Any]:
+    # Plain text, said explicitly: data (names, values, errors) must not format the message or hide a link.
+    return {"type": "message", "text": truncate(text, _TEXT_MAX), "is_markdown_support": False}
+
+
 def render(alert: Alert) -> dict[str, Any]:
     """The JSON body Zoom receives for ``alert``."""
     body: list[dict[str, Any]] = [
-        {"type": "message", "text": truncate(alert.headline, _TEXT_MAX)},
+        _message(alert.headline),
         {"type": "fields", "items": [{"key": label, "value": value, "short": True} for label, value in alert.facts]},
     ]
     if alert.breaching_rules:
         lines = "\n".join(f"• {b.summary()}" for b in alert.breaching_rules)
-        body.append({"type": "message", "text": truncate(f"Breaching rules:\n{lines}", _TEXT_MAX)})
+        body.append(_message(f"Breaching rules:\n{lines}"))
     if alert.error:
-        body.append({"type": "message", "text": truncate(f"Error: {alert.error}", _TEXT_MAX)})
+        body.append(_message(f"Error: {alert.error}"))
     if alert.sample_rows:
         rows = "\n".join(json.dumps(row, ensure_ascii=False) for row in alert.sample_rows)
-        body.append(
-            {"type": "message", "text": truncate(f"Sample rows ({len(alert.sample_rows)}):\n{rows}", _TEXT_MAX)}
-        )
+        body.append(_message(f"Sample rows ({len(alert.sample_rows)}):\n{rows}"))
     return {
         "content": {
             "settings": {"default_sidebar_color": _COLOR[alert.priority]},

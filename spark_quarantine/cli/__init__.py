@@ -15,8 +15,11 @@ from typing import IO, Any
 
 import yaml
 
+from spark_quarantine._yaml import YamlProblem
+from spark_quarantine._yaml import load as load_yaml
 from spark_quarantine.cli._common import _spark, _UsageError
 from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
+from spark_quarantine.tokens import redact
 
 __all__ = ["main"]
 
@@ -38,12 +41,44 @@ def _print_problems(problems: Sequence[Problem], out: IO[str]) -> None:
 
 
 def _schema_from_file(path: str) -> Any:
+    """The schema in ``path``: Spark's JSON form of a StructType, or a DDL string (``id long, name string``)."""
     from pyspark.sql.types import StructType
 
-    text = Path(path).read_text(encoding="utf-8").strip()
-    if text.startswith("{"):
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise _UsageError(f"cannot read --schema {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _UsageError(f"cannot read --schema {path}: not UTF-8 text (byte {exc.start})") from None
+    if not text:
+        raise _UsageError(f"--schema {path} is empty; expected a StructType as JSON or a DDL string")
+    if not text.startswith("{"):
+        return text  # a DDL string, checked when the empty DataFrame is made
+    try:
         return StructType.fromJson(json.loads(text))
-    return text  # a DDL string such as "id long, name string"
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _UsageError(f"--schema {path} is not a StructType in Spark's JSON form: {exc}") from None
+
+
+def _read_table(spark: Any, name: str) -> Any:
+    """The table ``name`` named on the command line, or exit 2 (``SQ-X002``) when it does not exist."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return spark.read.table(name)
+    except AnalysisException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _UsageError(f"table '{name}' cannot be read: {first}", code="SQ-X002") from None
+
+
+def _empty_frame(spark: Any, schema: Any, path: str) -> Any:
+    from pyspark.errors import ParseException
+
+    try:
+        return spark.createDataFrame([], schema)
+    except ParseException as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise _UsageError(f"--schema {path} is not a DDL schema Spark reads: {first}") from None
 
 
 def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
@@ -63,7 +98,10 @@ def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
         from spark_quarantine.evaluate import check_rules_against
 
         spark = _spark(args.warehouse)
-        df = spark.read.table(args.table) if args.table else spark.createDataFrame([], _schema_from_file(args.schema))
+        if args.table:
+            df = _read_table(spark, args.table)
+        else:
+            df = _empty_frame(spark, _schema_from_file(args.schema), args.schema)
         try:
             problems.extend(check_rules_against(df, all_rules))
         except RuleValidationError as exc:
@@ -84,11 +122,14 @@ def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
 
 def _load_run_file(path: Path) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise _UsageError(f"{path} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _UsageError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
+    except YamlProblem as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise _UsageError(f"{where}: {exc.reason}", code=exc.code) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list) or not doc["runs"]:
         raise _UsageError(f"{path} must be a mapping with a non-empty 'runs:' list")
     unknown = set(doc) - {"runs", "user_conf", "warehouse", "max_parallelism"}
@@ -135,7 +176,7 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         configs = _run_configs(doc, path.parent)
     except SparkQuarantineError as exc:
         raise _UsageError(str(exc)) from None
-    spark = _spark(args.warehouse or doc.get("warehouse"))
+    spark = _spark(args.warehouse or doc.get("warehouse"), new_warehouse=True)
     outcomes = apply_checks_and_save_in_tables(
         configs,
         doc.get("max_parallelism"),
@@ -252,14 +293,31 @@ _EXTRA_COMMANDS.append(_register_dlq)
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     """Entry point of ``spark-quarantine``; returns the exit code."""
+    from pyspark.errors import AnalysisException
+
     stream = out or sys.stdout
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args, stream))
     except _UsageError as exc:
-        print(f"spark-quarantine: error: {exc}", file=sys.stderr)
+        print(f"spark-quarantine: error: [{exc.code}] {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except SparkQuarantineError as exc:
         print(f"spark-quarantine: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except AnalysisException as exc:  # a table or column named on the command line is not there
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        missing = (exc.getCondition() or "").startswith(("TABLE_OR_VIEW_NOT_FOUND", "PATH_NOT_FOUND"))
+        code, exit_code = ("SQ-X002", EXIT_USAGE) if missing else ("SQ-X009", EXIT_FAILED)
+        print(f"spark-quarantine: error: [{code}] {redact(first)}", file=sys.stderr)
+        return exit_code
+    except KeyboardInterrupt:
+        print("spark-quarantine: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - a console command reports, it never prints a traceback
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else ""
+        print(f"spark-quarantine: [SQ-X009] {type(exc).__name__}: {redact(first)}", file=sys.stderr)
         return EXIT_FAILED

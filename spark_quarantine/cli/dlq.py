@@ -19,10 +19,10 @@ __all__ = ["register"]
 _OK, _FAILED = 0, 1
 
 
-def _session(args: argparse.Namespace) -> Any:
+def _session(args: argparse.Namespace, *, new_warehouse: bool = False) -> Any:
     from spark_quarantine.cli._common import _spark
 
-    return _spark(args.warehouse)
+    return _spark(args.warehouse, new_warehouse=new_warehouse)
 
 
 def _usage(message: str) -> Exception:
@@ -42,7 +42,7 @@ def _json_value(value: Any) -> Any:
 def cmd_init(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.sinks.dlq import check_dlq_tables, create_dlq_tables, outbox_name
 
-    spark = _session(args)
+    spark = _session(args, new_warehouse=True)  # creating the DLQ may start a warehouse
     create_dlq_tables(spark, args.dlq_table)
     check_dlq_tables(spark, args.dlq_table)
     print(f"DLQ ready: inbox {args.dlq_table}, outbox {outbox_name(args.dlq_table)}.", file=out)

@@ -66,7 +66,23 @@ def parse_user_conf(user_conf: Mapping[str, Any] | None) -> Settings:
             raise ConfigError(_unknown_key_message(key), code="SQ-C001", key=str(key))
         spec = uc.KEYS[key]
         values[_FIELD_OF[key]] = _coerce(spec, value)
+    _check_references(values.get("reference_dataframes", {}))
     return Settings(**values)
+
+
+def _check_references(references: Mapping[str, Any]) -> None:
+    """Every reference a ``foreign_key`` check may name is a DataFrame (found now, not mid-run)."""
+    from pyspark.sql import DataFrame
+
+    wrong = {name: type(value).__name__ for name, value in references.items() if not isinstance(value, DataFrame)}
+    if wrong:
+        listed = ", ".join(f"{name!r} is a {kind}" for name, kind in sorted(wrong.items()))
+        raise ConfigError(
+            f"user_conf[{uc.REFERENCE_DATAFRAMES!r}] must map names to DataFrames; {listed}. Pass "
+            "spark.read.table(...) or another DataFrame, not a table name or rows",
+            code="SQ-C002",
+            key=uc.REFERENCE_DATAFRAMES,
+        )
 
 
 _LEGACY_PREFIXES = ("spark.expectations.", "se.", "se_")

@@ -115,7 +115,7 @@ def parse_quarantine(quarantine: Any, params: Mapping[str, Any]) -> DLQTarget:
     values = {}
     for key in _KEYS:
         try:
-            values[key] = resolve_tokens(quarantine[key].strip(), params=params)
+            values[key] = resolve_tokens(quarantine[key].strip(), params=params, allow_secrets=False)
         except TokenError as exc:
             raise ConfigError(f"quarantine.{key}: {exc}", code="SQ-C005", key=f"quarantine.{key}") from None
     return DLQTarget(**values)

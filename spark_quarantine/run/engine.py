@@ -87,7 +87,19 @@ def _now() -> datetime:
 
 
 def check_input_columns(columns: Sequence[str]) -> None:
-    """Reject inputs whose columns collide with the columns the library adds."""
+    """Reject inputs whose columns collide with the columns the library adds, or with each other."""
+    seen: dict[str, str] = {}
+    twice = []
+    for name in columns:
+        if name.lower() in seen:  # Spark resolves names case-insensitively by default
+            twice.append(f"{seen[name.lower()]!r} and {name!r}" if seen[name.lower()] != name else repr(name))
+        seen.setdefault(name.lower(), name)
+    if twice:
+        raise SchemaConflictError(
+            f"the input has duplicate column names ({', '.join(twice)}); a rule could not say which it means "
+            "and no table can hold both. Rename or drop one before checking, for example with .toDF(...)",
+            code="SQ-S005",
+        )
     clashes = [c for c in columns if c in META_COLUMNS or c.startswith(FLAG_PREFIX)]
     if clashes:
         raise SchemaConflictError(
@@ -119,6 +131,14 @@ def execute(spec: RunSpec, route: Route) -> RunOutcome:
         raise SchemaConflictError(
             f"the decorated function must return a pyspark.sql.DataFrame, it returned {type(df).__name__}",
             code="SQ-S002",
+        )
+    if df.isStreaming:
+        raise SchemaConflictError(
+            "the decorated function returned a streaming DataFrame, which this mode cannot check: the "
+            "error-table mode and apply_checks_* take batch DataFrames. For a stream use the DLQ mode "
+            "(quarantine={'dlq_table': ..., 'source_table': ...}) or apply_checks_and_save_in_table with "
+            "InputConfig(is_streaming=True)",
+            code="SQ-S004",
         )
     session = spec.spark or df.sparkSession
     run = _Run(spec, route, session, df)
@@ -165,7 +185,7 @@ class _Run:
 
     def check(self) -> None:
         spec, route, df = self.spec, self.route, self.df
-        check_input_columns([c for c in df.columns if c not in route.carry])
+        check_input_columns(df.columns)  # the route's working columns are added later, never by the user
         self.warnings += check_rules_against(df, spec.rules)
         for warning in self.warnings:
             self.log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)

@@ -63,7 +63,8 @@ class TestTeams:
         assert card["type"] == "AdaptiveCard" and card["version"] == "1.4"
         assert card["$schema"] == "http://adaptivecards.io/schemas/adaptive-card.json"
         facts = {f["title"]: f["value"] for f in card["body"][2]["facts"]}
-        assert facts["Dropped rows"] == "120" and facts["Quarantined rows in"] == "main.sales.orders_errors"
+        # Fact values render Markdown: data is escaped to show as itself.
+        assert facts["Dropped rows"] == "120" and facts["Quarantined rows in"] == "main.sales.orders\\_errors"
         assert_golden("teams.json", body)
 
 
@@ -146,13 +147,27 @@ class TestWebhook:
             }
         )
         request = only_request(server)
-        expected = "sha256=" + hmac.new(b"webhook-hmac-secret-1", request.body, hashlib.sha256).hexdigest()
-        assert request.header("x-spark-quarantine-signature") == expected
-        assert webhook.verify_signature(request.body, expected, "webhook-hmac-secret-1")
-        assert not webhook.verify_signature(request.body + b" ", expected, "webhook-hmac-secret-1")
+        header = request.header("x-spark-quarantine-signature")
+        assert header is not None
+        stamp = header.split(",")[0].removeprefix("t=")
+        signed = stamp.encode() + b"." + request.body
+        assert header == f"t={stamp},v1=" + hmac.new(b"webhook-hmac-secret-1", signed, hashlib.sha256).hexdigest()
+        assert webhook.verify_signature(request.body, header, "webhook-hmac-secret-1")
+        assert not webhook.verify_signature(request.body + b" ", header, "webhook-hmac-secret-1")
         assert request.header("x-spark-quarantine-event") == "drop_threshold"
         assert request.json() == golden_alert().to_dict()
         assert_golden("webhook.json", request.json())
+
+    def test_a_captured_request_does_not_verify_once_its_timestamp_is_old(self) -> None:
+        """The timestamp is signed with the body: replayed after the tolerance, or re-stamped, it fails."""
+        body = b'{"kind":"failure"}'
+        header = webhook.sign(body, "s3cret", timestamp=1_000_000)
+        assert webhook.verify_signature(body, header, "s3cret", now=1_000_000 + 299)
+        assert not webhook.verify_signature(body, header, "s3cret", now=1_000_000 + 301)
+        restamped = header.replace("t=1000000", "t=1000300")
+        assert not webhook.verify_signature(body, restamped, "s3cret", now=1_000_300)
+        assert not webhook.verify_signature(body, header.split(",")[1], "s3cret", now=1_000_000)
+        assert not webhook.verify_signature(body, None, "s3cret")
 
     def test_unsigned_without_secret(self, server: RecordingServer) -> None:
         """Without a secret there is no signature header."""
@@ -205,3 +220,39 @@ def test_renderers_are_json_safe() -> None:
         alert = golden_alert(kind=kind, error="boom" if kind == "failure" else None)
         for body in (slack.render(alert), teams.render(alert), zoom.render(alert), pd.render(alert, "k")):
             json.dumps(body, allow_nan=False)
+
+
+class TestDataCannotSteerAMessage:
+    """Row values, names and error text are shown as themselves in every channel's markup."""
+
+    HOSTILE: ClassVar[dict[str, Any]] = {
+        "product_id": "sales <!channel>",
+        "target_table": "main.sales.orders <!here>",
+        "error": "failed: [click](https://evil.example) **now**",
+        "sample_rows": ({"note": "[click](https://evil.example)", "tag": "<https://evil.example|ok>"},),
+    }
+
+    def test_slack_escapes_mrkdwn_control_characters_in_the_blocks_and_the_fallback_text(self) -> None:
+        body = slack.render(golden_alert(**self.HOSTILE))
+        assert "<!here>" not in body["text"] and "&lt;!here&gt;" in body["text"]
+
+        def mrkdwn(node: Any) -> list[str]:
+            if isinstance(node, dict):
+                own = [node["text"]] if node.get("type") == "mrkdwn" else []
+                return own + [t for value in node.values() for t in mrkdwn(value)]
+            return [t for value in node for t in mrkdwn(value)] if isinstance(node, list) else []
+
+        texts = mrkdwn(body["blocks"])
+        assert any("&lt;!channel&gt;" in t for t in texts)
+        assert not any(marker in t for t in texts for marker in ("<!channel>", "<!here>", "<https://evil.example|ok>"))
+
+    def test_teams_escapes_markdown_so_no_link_or_emphasis_comes_from_data(self) -> None:
+        card = teams.render(golden_alert(**self.HOSTILE))["attachments"][0]["content"]
+        rendered = str(card)
+        assert "[click](https://evil.example)" not in rendered and "**now**" not in rendered
+        assert "\\\\[click\\\\]\\\\(https://evil.example\\\\)" in rendered  # str() of a dict doubles backslashes
+
+    def test_zoom_sends_every_text_as_plain_text(self) -> None:
+        body = zoom.render(golden_alert(**self.HOSTILE))["content"]["body"]
+        messages = [item for item in body if item["type"] == "message"]
+        assert messages and all(item["is_markdown_support"] is False for item in messages)

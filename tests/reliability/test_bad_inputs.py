@@ -75,11 +75,13 @@ class Store:
     spark: SparkSession
     root: Path
 
-    def state(self) -> tuple[frozenset[str], frozenset[str]]:
+    def state(self) -> tuple[frozenset[tuple[str, int, int]], frozenset[str]]:
+        """Every folder and file with its size and modification time (a rewritten file counts), and every table."""
         files = frozenset(
-            str(Path(folder, name).relative_to(self.root))
+            (str(path.relative_to(self.root)), stat.st_size if path.is_file() else 0, stat.st_mtime_ns)
             for folder, dirs, names in os.walk(self.root)
-            for name in (*dirs, *names)
+            for path in (Path(folder, name) for name in (*dirs, *names))
+            for stat in [path.stat()]
         )
         tables = frozenset(f"{r.namespace}.{r.tableName}" for r in self.spark.sql("SHOW TABLES").collect())
         return files, tables

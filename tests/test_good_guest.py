@@ -98,27 +98,26 @@ def test_user_code_errors_stay_pyspark_errors_after_the_library_ran_in_a_fresh_p
 class TestRuleFilesTellTheTruth:
     """Duplicate keys and alias bombs are coded errors with the line; an all-disabled set is a warning."""
 
-    def test_a_second_top_level_rules_key_is_sq_r028_not_a_silent_replacement(self, tmp_path: Path) -> None:
-        path = tmp_path / "dq.yaml"
-        path.write_text(
-            "rules:\n  - name: a\n    expectation: id > 0\nrules:\n  - name: b\n    expectation: id < 9\n",
-            encoding="utf-8",
-        )
+    @staticmethod
+    def refused(path: Path, text: str) -> RuleValidationError:
+        path.write_text(text, encoding="utf-8")
         with pytest.raises(RuleValidationError) as info:
             load_rules(path)
-        (problem,) = info.value.problems
+        return info.value
+
+    def test_a_second_top_level_rules_key_is_sq_r028_not_a_silent_replacement(self, tmp_path: Path) -> None:
+        path = tmp_path / "dq.yaml"
+        error = self.refused(path, "rules:\n  - name: a\n    expectation: id > 0\nrules:\n  - name: b\n")
+        (problem,) = error.problems
         assert (problem.code, problem.file, problem.line) == ("SQ-R028", str(path), 4)
         assert "duplicate key 'rules' (first at line 1)" in problem.message
 
     def test_a_repeated_action_if_failed_is_refused_not_loaded_as_the_last_one(self, tmp_path: Path) -> None:
-        path = tmp_path / "dq.yaml"
-        path.write_text(
-            "rules:\n  - name: a\n    expectation: id > 0\n    action_if_failed: fail\n    action_if_failed: ignore\n",
-            encoding="utf-8",
+        text = (
+            "rules:\n  - name: a\n    expectation: id > 0\n    action_if_failed: fail\n    action_if_failed: ignore\n"
         )
-        with pytest.raises(RuleValidationError) as info:
-            load_rules(path)
-        assert [(p.code, p.line) for p in info.value.problems] == [("SQ-R028", 5)]
+        error = self.refused(tmp_path / "dq.yaml", text)
+        assert [(p.code, p.line) for p in error.problems] == [("SQ-R028", 5)]
 
     def test_a_yaml_alias_bomb_is_refused_with_a_short_message(self, tmp_path: Path) -> None:
         levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']

@@ -168,7 +168,13 @@ _TOKENS_PLAIN = " Accepts `${env:VAR}` and `${secret:scope/key}` (a `${secret:..
 KEYS: dict[str, KeySpec] = {
     spec.name: spec
     for spec in (
-        KeySpec(RULES_PARAMS, "dict", {}, "Values for `${name}` placeholders in rule text."),
+        KeySpec(
+            RULES_PARAMS,
+            "dict",
+            {},
+            "Values for `${name}` placeholders in rules: in an expectation or filter a SQL literal of the "
+            "value's type (`${ident:name}` for a column name), elsewhere the text.",
+        ),
         KeySpec(
             ERROR_TABLE_ENABLED,
             "bool",

@@ -250,8 +250,13 @@ def _filter_problem(df: DataFrame, rule: Rule) -> Problem | None:
     return None
 
 
+def _analyzed(df: DataFrame) -> Any:
+    """The analysed logical plan of ``df`` (a JVM object: the classic session's)."""
+    return df._jdf.queryExecution().analyzed()
+
+
 def _plan_kinds(df: DataFrame) -> list[str]:
-    plan: Any = df._jdf.queryExecution().analyzed()
+    plan = _analyzed(df)
     kinds: list[str] = []
     stack = [plan]
     while stack:
@@ -278,8 +283,7 @@ def _extra_node_kinds(df: DataFrame, selected: DataFrame) -> list[str]:
 
 def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
     problems: list[Problem] = []
-    plan: Any = selected._jdf.queryExecution().analyzed()
-    project_list = plan.projectList()
+    project_list = _analyzed(selected).projectList()
     has_subquery = selected.sparkSession._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery  # type: ignore[union-attr]
     for i, (rule, _) in enumerate(parsed):
         field = selected.schema.fields[i]
@@ -298,8 +302,8 @@ def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule
             # The condition holds the filter too: say which of the two has the subquery.
             part = "expectation"
             if rule.filter:
-                alone: Any = df.select(F.expr(rule.filter))._jdf.queryExecution().analyzed()
-                part = "filter" if has_subquery(alone.projectList().apply(0)) else part
+                alone = _analyzed(df.select(F.expr(rule.filter))).projectList().apply(0)
+                part = "filter" if has_subquery(alone) else part
             problems.append(
                 _problem(
                     rule,

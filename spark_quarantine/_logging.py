@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from spark_quarantine.tokens import REDACTED, known_secrets, redact
+from spark_quarantine.tokens import REDACTED, known_secrets, redact, redact_value
 
 __all__ = ["LOGGER_NAME", "REDACTED", "get_logger", "redact", "redact_secrets"]
 
@@ -22,22 +22,12 @@ LOGGER_NAME = "spark_quarantine"
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
 
 
-def _redact_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_redact_value(v) for v in value)
-    return value
-
-
 def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """structlog processor: replace every resolved secret (URL, token, key, password) with ``***``."""
     if not known_secrets():
         return event_dict
     for key, value in list(event_dict.items()):
-        event_dict[key] = _redact_value(value)
+        event_dict[key] = redact_value(value)
     return event_dict
 
 

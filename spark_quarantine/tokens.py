@@ -24,6 +24,7 @@ __all__ = [
     "TokenError",
     "known_secrets",
     "redact",
+    "redact_value",
     "register_secret",
     "resolve_tokens",
     "set_secret_resolver",
@@ -198,6 +199,17 @@ def sql_identifier(value: Any, *, what: str) -> str:
             code="SQ-R029",
         )
     return ".".join(f"`{part}`" for part in parts)
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` (JSON-like: strings, dicts, lists, tuples) with every known secret redacted from its strings."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_value(v) for v in value)
+    return value
 
 
 def resolve_tokens(

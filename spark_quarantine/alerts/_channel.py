@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from spark_quarantine import user_config as uc
-from spark_quarantine._logging import redact
 from spark_quarantine.alerts._values import coerce, require, resolve_credential, validate_url
 from spark_quarantine.alerts.registry import ChannelConfig
+from spark_quarantine.tokens import redact_value
 
 __all__ = ["json_bytes", "markdown_text", "option", "redacted", "required_credential", "truncate", "url_option"]
 
@@ -38,13 +38,7 @@ def url_option(config: ChannelConfig, name: str = "webhook.url") -> str:
 
 def redacted(value: Any) -> Any:
     """``value`` (JSON-like) with every known secret in its strings replaced by ``***``."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(str(k)): redacted(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redacted(v) for v in value]
-    return value
+    return redact_value(value)
 
 
 def json_bytes(body: Any, *, redact_secrets: bool = True) -> bytes:

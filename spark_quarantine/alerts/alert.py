@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from spark_quarantine.tokens import redact
+from spark_quarantine.tokens import redact, redact_value
 
 __all__ = [
     "ALERT_KINDS",
@@ -95,17 +95,6 @@ def _sample_row(row: Any) -> dict[str, Any]:
     if not isinstance(safe, dict):
         raise TypeError(f"each sample row must be a mapping of column to value, found {type(row).__name__}")
     return safe
-
-
-def _redacted(value: Any) -> Any:
-    """``value`` (a JSON-safe sample row) with every known secret redacted from its strings."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(str(k)): _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
 
 
 def _fmt_pct(value: float | None) -> str:
@@ -209,7 +198,7 @@ class Alert:
         for breach in self.breaching_rules:
             if not isinstance(breach, RuleBreach):
                 raise TypeError(f"Alert.breaching_rules must hold RuleBreach objects, found {type(breach).__name__}")
-        object.__setattr__(self, "sample_rows", tuple(_redacted(_sample_row(row)) for row in self.sample_rows))
+        object.__setattr__(self, "sample_rows", tuple(redact_value(_sample_row(row)) for row in self.sample_rows))
         # Every channel renders this alert: a secret in any of its texts is redacted once, here.
         for name in ("product_id", "target_table", "run_id", "quarantine_location", "rule_set", "error"):
             value = getattr(self, name)

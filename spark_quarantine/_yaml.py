@@ -37,7 +37,7 @@ class LineDict(dict[str, Any]):
     key_lines: dict[str, int]
 
 
-class _Loader(yaml.SafeLoader):
+class _SafeLineLoader(yaml.SafeLoader):
     def get_single_node(self) -> Any:
         node = super().get_single_node()
         if node is not None:
@@ -67,7 +67,7 @@ class _Loader(yaml.SafeLoader):
         return mapping
 
 
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.construct_mapping)
+_SafeLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _SafeLineLoader.construct_mapping)
 
 
 def _check_size(root: yaml.Node) -> None:
@@ -108,7 +108,7 @@ def _check_size(root: yaml.Node) -> None:
 def load(text: str) -> Any:
     """Parse one YAML document (dicts are :class:`LineDict`); raise :class:`YamlProblem` with the line."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        return yaml.load(text, Loader=_SafeLineLoader)  # noqa: S506 - _SafeLineLoader is a SafeLoader
     except YamlProblem:
         raise
     except yaml.YAMLError as exc:

@@ -59,7 +59,7 @@ from pyspark.sql.types import (
 )
 
 from spark_quarantine.errors import InvalidParameterError
-from spark_quarantine.evaluate import FLAG_PREFIX
+from spark_quarantine.evaluate import FLAG_PREFIX, flag_rows
 from spark_quarantine.sinks.dlq import (
     FIXED,
     RECYCLED,
@@ -311,20 +311,19 @@ def _rule_failures(
         fields.append(StructField(RESCUED_DATA, StringType(), True))
     data = [(sk, *row, rescued) for sk, row, rescued in rows]
     frame = spark.createDataFrame(data, StructType(fields))
-    flags: list[Column] = []
-    for i, rule in enumerate(checkable):
+    for rule in checkable:
         try:
-            flag = _pass_condition(rule).alias(f"{FLAG_PREFIX}p{i}")
-            frame.select(flag)  # analysis only: name the rule that cannot run
+            frame.select(_pass_condition(rule))  # analysis only: name the rule that cannot run
         except (AnalysisException, ParseException) as exc:
             first = str(exc).strip().splitlines()[0]
             raise InvalidParameterError(
                 f"rule '{rule.name}' cannot be checked against the source columns: {first}"
             ) from None
-        flags.append(flag)
+    # The run's own flags: a rule that raises for a fixed row fails it, as it would in the run.
+    flagged = flag_rows(frame, checkable, carry=[key])
     failures: dict[str, list[str]] = {}
-    for row in frame.select(key, *flags).collect():
-        failed = [rule.name for i, rule in enumerate(checkable) if not row[i + 1]]
+    for row in flagged.df.select(key, *flagged.flags).collect():
+        failed = [rule.name for i, rule in enumerate(checkable) if row[i + 1]]
         if failed:
             failures[row[0]] = failed
     return failures

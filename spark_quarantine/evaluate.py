@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType
+from pyspark.sql.types import BooleanType, StringType
 
+from spark_quarantine._sqlguard import guard, operands
 from spark_quarantine.errors import Problem, RuleValidationError
 from spark_quarantine.rules import Action, Rule
 
@@ -335,6 +336,11 @@ class Flagged:
     flags: tuple[str, ...]
     #: Whole-dataset aggregate rules: (rule, aggregate condition, TRUE = the dataset passes), judged after the pass.
     dataset_metrics: tuple[tuple[Rule, Column], ...] = ()
+    #: Per rule: the column holding the error class a row raised for it (NULL: none), or None
+    #: when the rule cannot raise (see :func:`_row_guards`).
+    errors: tuple[str | None, ...] = ()
+    #: Per rule: its ``message`` expression in the form that gives NULL instead of raising.
+    messages: tuple[str | None, ...] = ()
 
     def kept(self, frame: DataFrame | None = None) -> DataFrame:
         """Rows that failed no ``drop`` rule, with only the input's columns."""
@@ -342,7 +348,7 @@ class Flagged:
         return source.filter(~F.col(DROP_FLAG)).select(*[col(c) for c in self.columns])
 
     def with_frame(self, frame: DataFrame) -> Flagged:
-        return Flagged(frame, self.columns, self.rules, self.flags, self.dataset_metrics)
+        return Flagged(frame, self.columns, self.rules, self.flags, self.dataset_metrics, self.errors, self.messages)
 
     def failed(self, frame: DataFrame | None = None) -> DataFrame:
         """Rows that failed at least one rule, still carrying the flags."""
@@ -386,42 +392,162 @@ def flag_rows(
 ) -> Flagged:
     """Add failure flags for every enabled rule in a single projection.
 
-    A flag is TRUE when the expectation is FALSE or NULL. With ``coerce_to_drop`` every
-    rule counts towards ``drop`` (the DLQ mode). Dataset-level rules add their window or
-    join first (one shuffle at most each); whole-dataset aggregates become metrics.
+    A flag is TRUE when the expectation is FALSE or NULL, or when evaluating it raises for the
+    row (a division by zero, a cast of bad text under ANSI mode): that row fails the rule, and
+    the error class goes to the rule's error column instead of failing the job. With
+    ``coerce_to_drop`` every rule counts towards ``drop`` (the DLQ mode). Dataset-level rules
+    add their window or join first (one shuffle at most each); whole-dataset aggregates become
+    metrics.
     """
     enabled = tuple(r for r in rules if r.enabled)
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
     columns = tuple(c for c in df.columns if c not in carry)
     source = df
     flag_columns: list[Column] = []
+    error_columns: list[Column] = []
     metrics: list[tuple[Rule, Column]] = []
     kinds = [compiled_kind(rule) for rule in enabled]
-    if all(kind == "row" for kind in kinds):
-        key = ("flags", _rules_key(enabled), coerce_to_drop)
-        flag_columns, summaries = _memo(key, lambda: _row_flags(enabled, flags, coerce_to_drop))
-    else:
-        for i, (rule, name) in enumerate(zip(enabled, flags, strict=True)):
-            if kinds[i] == "dataset":
-                source, failed, metric = _dataset_flag(source, rule, i, references or {})
-                if metric is not None:
-                    metrics.append((rule, metric))
-                flag_columns.append(failed.alias(name))
-            else:
-                flag_columns.append((~F.coalesce(rule_condition(rule), F.lit(False))).alias(name))
-        summaries = _summaries(enabled, flags, coerce_to_drop)
+    guards = _row_guards(df, enabled, kinds)
+    errors = tuple(
+        f"{FLAG_PREFIX}e{i}" if g is not None and g.error is not None else None for i, g in enumerate(guards)
+    )
+    for i, (rule, name) in enumerate(zip(enabled, flags, strict=True)):
+        row_guard = guards[i]
+        if kinds[i] == "dataset":
+            source, failed, metric = _dataset_flag(source, rule, i, references or {})
+            if metric is not None:
+                metrics.append((rule, metric))
+            flag_columns.append(failed.alias(name))
+        elif row_guard is None:
+            flag_columns.append((~F.coalesce(rule_condition(rule), F.lit(False))).alias(name))
+        else:
+            failed = ~F.coalesce(row_guard.condition, F.lit(False))
+            if row_guard.error is not None:
+                failed = failed | row_guard.error.isNotNull()
+                error_columns.append(row_guard.error.alias(errors[i] or ""))
+            flag_columns.append(failed.alias(name))
+    summaries = _summaries(enabled, flags, coerce_to_drop)
     kept_columns = [col(c) for c in (*columns, *carry)]
-    flagged = source.select(*kept_columns, *flag_columns).select("*", *summaries)
-    return Flagged(df=flagged, columns=columns, rules=enabled, flags=flags, dataset_metrics=tuple(metrics))
+    flagged = source.select(*kept_columns, *flag_columns, *error_columns).select("*", *summaries)
+    messages = tuple(g.message if g is not None else None for g in guards)
+    return Flagged(
+        df=flagged,
+        columns=columns,
+        rules=enabled,
+        flags=flags,
+        dataset_metrics=tuple(metrics),
+        errors=errors,
+        messages=messages,
+    )
 
 
-def _row_flags(
-    enabled: Sequence[Rule], flags: Sequence[str], coerce_to_drop: bool
-) -> tuple[list[Column], list[Column]]:
-    columns = [
-        (~F.coalesce(rule_condition(rule), F.lit(False))).alias(name) for rule, name in zip(enabled, flags, strict=True)
-    ]
-    return columns, _summaries(enabled, flags, coerce_to_drop)
+# ---------------------------------------------------------------------------- rows that raise
+
+
+@dataclass(frozen=True)
+class _RowGuard:
+    """A row rule in the form that never raises: its pass condition and the error class it raised."""
+
+    condition: Column
+    error: Column | None
+    message: str | None
+
+
+def _row_guards(df: DataFrame, rules: Sequence[Rule], kinds: Sequence[str]) -> list[_RowGuard | None]:
+    """One guard per rule (None for dataset and custom checks, which are not SQL text)."""
+    if not any(kind == "row" for kind in kinds):
+        return [None] * len(rules)
+    key = ("guards", df.schema.json(), _rules_key(rules))
+    return list(_memo(key, lambda: _build_row_guards(df, rules, kinds)))
+
+
+def _build_row_guards(df: DataFrame, rules: Sequence[Rule], kinds: Sequence[str]) -> list[_RowGuard | None]:
+    row_rules = [rule for rule, kind in zip(rules, kinds, strict=True) if kind == "row"]
+    texts = [part for rule in row_rules for part in (rule.expectation, rule.filter, rule.message) if part]
+    types = _operand_types(df, list(dict.fromkeys(t for text in texts for t in operands(text))))
+    built: dict[int, tuple[str, str | None, str | None]] = {}
+    for i, (rule, kind) in enumerate(zip(rules, kinds, strict=True)):
+        if kind == "row":
+            built[i] = _guarded_sql(rule, types)
+    usable = _analysable(df, built)
+    guards: list[_RowGuard | None] = []
+    for i, rule in enumerate(rules):
+        if i not in built:
+            guards.append(None)
+        elif i in usable:
+            condition, error, message = built[i]
+            guards.append(_RowGuard(F.expr(condition), F.expr(error) if error else None, message))
+        else:  # the rewrite did not analyse: the rule runs as written (a raising row fails the job)
+            guards.append(_RowGuard(rule_condition(rule), None, rule.message or None))
+    return guards
+
+
+def _guarded_sql(rule: Rule, types: Mapping[str, str]) -> tuple[str, str | None, str | None]:
+    """(pass condition, error class, message) as SQL, in the forms that give NULL instead of raising."""
+    expectation = guard(rule.expectation, types)
+    condition, error = expectation.value, expectation.error
+    if rule.filter:
+        applies = guard(rule.filter, types)
+        in_scope = f"coalesce(({applies.value}), false)"
+        condition = f"(NOT {in_scope}) OR coalesce(({condition}), false)"
+        parts = [applies.error, f"(CASE WHEN {in_scope} THEN {error} END)" if error else None]
+        present = [p for p in parts if p]
+        error = present[0] if len(present) == 1 else (f"coalesce({', '.join(present)})" if present else None)
+    message = guard(rule.message, types).value if rule.message else None
+    return condition, error, message
+
+
+def _operand_types(df: DataFrame, texts: list[str]) -> dict[str, str]:
+    """Spark's type for each text over ``df`` (one analysis; a text that does not analyse is left out)."""
+    if not texts:
+        return {}
+
+    def analyse(batch: list[str]) -> dict[str, str]:
+        selected = df.select(*[F.expr(t).alias(f"{FLAG_PREFIX}t{i}") for i, t in enumerate(batch)])
+        return {t: f.dataType.simpleString() for t, f in zip(batch, selected.schema.fields, strict=True)}
+
+    try:
+        return analyse(texts)
+    except (AnalysisException, ParseException):
+        found: dict[str, str] = {}
+        for text in texts:
+            try:
+                found.update(analyse([text]))
+            except (AnalysisException, ParseException):
+                continue
+        return found
+
+
+def _analysable(df: DataFrame, built: Mapping[int, tuple[str, str | None, str | None]]) -> set[int]:
+    """The rules whose rewritten SQL analyses to a boolean condition and a string error class."""
+
+    def columns(i: int) -> list[Column]:
+        condition, error, message = built[i]
+        parts = [F.expr(condition).alias(f"{FLAG_PREFIX}c{i}")]
+        if error:
+            parts.append(F.expr(error).alias(f"{FLAG_PREFIX}x{i}"))
+        if message:
+            parts.append(F.expr(message).alias(f"{FLAG_PREFIX}m{i}"))
+        return parts
+
+    def fits(fields: list[Any], i: int) -> bool:
+        wanted = {f"{FLAG_PREFIX}c{i}": BooleanType, f"{FLAG_PREFIX}x{i}": StringType}
+        return all(isinstance(f.dataType, wanted[f.name]) for f in fields if f.name in wanted)
+
+    if not built:
+        return set()
+    try:
+        fields = df.select(*[c for i in built for c in columns(i)]).schema.fields
+        return {i for i in built if fits(list(fields), i)}
+    except (AnalysisException, ParseException):
+        usable = set()
+        for i in built:
+            try:
+                if fits(list(df.select(*columns(i)).schema.fields), i):
+                    usable.add(i)
+            except (AnalysisException, ParseException):
+                continue
+        return usable
 
 
 def _summaries(enabled: Sequence[Rule], flags: Sequence[str], coerce_to_drop: bool) -> list[Column]:
@@ -569,31 +695,50 @@ def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int,
 
 
 def failed_rule_structs(flagged: Flagged) -> Column:
-    """ARRAY<STRUCT<name, rule>>: one struct per rule the row failed (the DLQ's ``_dlq_failed_rules``)."""
-    return _memo(("structs", _rules_key(flagged.rules), flagged.flags), lambda: _failed_rule_structs(flagged))
+    """ARRAY<STRUCT<name, rule>>: one struct per rule the row failed (the DLQ's ``_dlq_failed_rules``).
+
+    A rule that raised for the row says so after its expectation: ``100 / qty > 1 raised DIVIDE_BY_ZERO``.
+    """
+    key = ("structs", _rules_key(flagged.rules), flagged.flags, flagged.errors)
+    return _memo(key, lambda: _failed_rule_structs(flagged))
+
+
+def _errors(flagged: Flagged) -> tuple[str | None, ...]:
+    return flagged.errors or (None,) * len(flagged.rules)
+
+
+def _messages(flagged: Flagged) -> tuple[str | None, ...]:
+    return flagged.messages or tuple(rule.message or None for rule in flagged.rules)
 
 
 def _failed_rule_structs(flagged: Flagged) -> Column:
     none = F.array().cast("array<struct<name:string,rule:string>>")
-    entries = [
-        F.when(
-            F.col(flag), F.array(F.struct(F.lit(rule.name).alias("name"), F.lit(rule.expectation).alias("rule")))
-        ).otherwise(none)
-        for rule, flag in zip(flagged.rules, flagged.flags, strict=True)
-    ]
+    entries = []
+    for rule, flag, error in zip(flagged.rules, flagged.flags, _errors(flagged), strict=True):
+        text: Column = F.lit(rule.expectation)
+        if error is not None:
+            raised = F.concat(F.lit(f"{rule.expectation} raised "), F.col(error))
+            text = F.when(F.col(error).isNull(), text).otherwise(raised)
+        entries.append(
+            F.when(F.col(flag), F.array(F.struct(F.lit(rule.name).alias("name"), text.alias("rule")))).otherwise(none)
+        )
     return F.concat(*entries) if entries else none  # see _failed_rule_maps
 
 
 def failed_rule_maps(flagged: Flagged, *, coerce_to_drop: bool = False) -> Column:
-    """ARRAY<MAP<STRING,STRING>>: one map per rule the row failed (meta_row_dq_results)."""
-    key = ("maps", _rules_key(flagged.rules), flagged.flags, coerce_to_drop)
+    """ARRAY<MAP<STRING,STRING>>: one map per rule the row failed (meta_row_dq_results).
+
+    A rule that raised for the row has an ``error_class`` entry (``DIVIDE_BY_ZERO``, ``CAST_INVALID_INPUT``, ...).
+    """
+    key = ("maps", _rules_key(flagged.rules), flagged.flags, flagged.errors, coerce_to_drop)
     return _memo(key, lambda: _failed_rule_maps(flagged, coerce_to_drop))
 
 
 def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
     none = F.array().cast("array<map<string,string>>")
     entries = []
-    for rule, flag in zip(flagged.rules, flagged.flags, strict=True):
+    rows = zip(flagged.rules, flagged.flags, _errors(flagged), _messages(flagged), strict=True)
+    for rule, flag, error, message in rows:
         action = Action.DROP if coerce_to_drop else rule.action_if_failed
         pairs: list[Column] = []
         for key, value in (
@@ -607,9 +752,13 @@ def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
             ("priority", rule.priority.value),
         ):
             pairs += [F.lit(key), F.lit(value)]
-        if rule.message:
-            pairs += [F.lit("message"), F.coalesce(F.expr(rule.message), F.lit(rule.expectation))]
-        entries.append(F.when(F.col(flag), F.array(F.create_map(*pairs))).otherwise(none))
+        if message:
+            pairs += [F.lit("message"), F.coalesce(F.expr(message), F.lit(rule.expectation))]
+        entry = F.array(F.create_map(*pairs))
+        if error is not None:
+            raised = F.array(F.create_map(*pairs, F.lit("error_class"), F.col(error)))
+            entry = F.when(F.col(error).isNull(), entry).otherwise(raised)
+        entries.append(F.when(F.col(flag), entry).otherwise(none))
     # concat of one-or-no-element arrays, not array_compact: that one is a higher-order function,
     # which Spark interprets row by row instead of compiling.
     return F.concat(*entries) if entries else none

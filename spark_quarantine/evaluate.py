@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType
 
+from spark_quarantine._plans import plan_of
 from spark_quarantine._sqlguard import guard, operands
 from spark_quarantine.errors import Problem, RuleValidationError
 from spark_quarantine.rules import Action, Rule
@@ -251,28 +252,10 @@ def _filter_problem(df: DataFrame, rule: Rule) -> Problem | None:
     return None
 
 
-def _analyzed(df: DataFrame) -> Any:
-    """The analysed logical plan of ``df`` (a JVM object: the classic session's)."""
-    return df._jdf.queryExecution().analyzed()
-
-
-def _plan_kinds(df: DataFrame) -> list[str]:
-    plan = _analyzed(df)
-    kinds: list[str] = []
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        kinds.append(str(node.getClass().getSimpleName()))
-        children = node.children()
-        for i in range(children.length()):
-            stack.append(children.apply(i))
-    return kinds
-
-
 def _extra_node_kinds(df: DataFrame, selected: DataFrame) -> list[str]:
     """Plan nodes the rule expressions added beyond one projection (aggregates, windows, ...)."""
-    before = _plan_kinds(df)
-    after = _plan_kinds(selected)
+    before = plan_of(df).nodes()
+    after = plan_of(selected).nodes()
     for kind in before:
         if kind in after:
             after.remove(kind)
@@ -284,8 +267,6 @@ def _extra_node_kinds(df: DataFrame, selected: DataFrame) -> list[str]:
 
 def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
     problems: list[Problem] = []
-    project_list = _analyzed(selected).projectList()
-    has_subquery = selected.sparkSession._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery  # type: ignore[union-attr]
     for i, (rule, _) in enumerate(parsed):
         field = selected.schema.fields[i]
         if not isinstance(field.dataType, BooleanType):
@@ -297,14 +278,19 @@ def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule
                     f"found {field.dataType.simpleString()}",
                 )
             )
+    plan = plan_of(selected)
+    if not plan.has_subquery() and not plan.non_deterministic():
+        return problems
+    typed = {p.rule for p in problems}
+    for rule, column in parsed:  # one plan per rule only to place what the combined plan shows
+        if rule.name in typed:
             continue
-        expression = project_list.apply(i)
-        if has_subquery(expression):
+        alone = plan_of(df.select(column.alias(f"{FLAG_PREFIX}v0"))) if len(parsed) > 1 else plan
+        if alone.has_subquery():
             # The condition holds the filter too: say which of the two has the subquery.
             part = "expectation"
-            if rule.filter:
-                alone = _analyzed(df.select(F.expr(rule.filter))).projectList().apply(0)
-                part = "filter" if has_subquery(alone) else part
+            if rule.filter and plan_of(df.select(F.expr(rule.filter))).has_subquery():
+                part = "filter"
             problems.append(
                 _problem(
                     rule,
@@ -313,7 +299,7 @@ def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule
                     "own columns",
                 )
             )
-        elif not expression.deterministic():
+        elif alone.non_deterministic():
             problems.append(
                 _problem(
                     rule,

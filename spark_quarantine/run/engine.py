@@ -417,15 +417,15 @@ def _release(frame: DataFrame) -> None:
 
     A write to a table the cached plan reads makes Spark re-cache that plan; when it races our
     unpersist (another thread committing to a shared DLQ, say), the entry can come back.
+    ``storageLevel`` asks the session's cache (on Spark Connect too) whether it did.
     """
-    manager: Any = frame.sparkSession._jsparkSession.sharedState().cacheManager()
     for attempt in range(5):
         frame.unpersist()
-        if manager.lookupCachedData(frame._jdf).isEmpty():
+        if frame.storageLevel == StorageLevel.NONE:
             if attempt:
                 return
             time.sleep(0.02)  # let a re-cache that is in flight land, then look once more
-            if manager.lookupCachedData(frame._jdf).isEmpty():
+            if frame.storageLevel == StorageLevel.NONE:
                 return
 
 

@@ -22,8 +22,9 @@ $(STAMP): $(SOURCES)
 demo: $(STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse.
 	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse --rules rules
 
-test: $(STAMP) ## Run the whole test suite on real Spark + Delta.
+test: $(STAMP) ## Run the whole test suite on real Spark + Delta, then the Spark Connect suite.
 	$(PY) -m pytest
+	SQ_CONNECT=1 $(PY) -m pytest tests/connect
 
 reliability: $(STAMP) ## Run tests/reliability/ with a longer fault-model budget; regenerate docs/reliability.md.
 	SQ_FAULT_ALL=1 SQ_FAULT_EXAMPLES=$${SQ_FAULT_EXAMPLES:-12} SQ_FAULT_STEPS=$${SQ_FAULT_STEPS:-14} $(PY) -m pytest tests/reliability

@@ -111,5 +111,5 @@ def plan_of(df: DataFrame) -> Plan:
     marks = list(_SECTIONS.finditer(text))
     for i, mark in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        parts[mark.group(1) or "Physical"] = text[mark.end() :end].strip("\n")
+        parts[mark.group(1) or "Physical"] = text[mark.end() : end].strip("\n")
     return Plan(analyzed=parts.get("Analyzed", ""), physical=parts.get("Physical", ""), parsed=parts.get("Parsed", ""))

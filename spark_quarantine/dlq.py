@@ -62,12 +62,14 @@ from spark_quarantine.errors import InvalidParameterError
 from spark_quarantine.evaluate import FLAG_PREFIX, flag_rows
 from spark_quarantine.sinks.dlq import (
     FIXED,
+    MERGE_SOURCE,
     RECYCLED,
     RESCUED_DATA,
     encode_payload,
     outbox_name,
     quote_table,
     run_with_retries,
+    target_column,
 )
 
 __all__ = ["FixReport", "list_rows", "mark_fixed", "show_row"]
@@ -367,7 +369,6 @@ def mark_fixed(
     was already recycled: it is never fixed twice). Mark rows fixed while
     the pipeline is idle.
     """
-    from delta.tables import DeltaTable
 
     if validate and rules is None:
         raise InvalidParameterError("mark_fixed(validate=True) needs rules= to validate against")
@@ -441,16 +442,18 @@ def mark_fixed(
         source = spark.createDataFrame(accepted, fix_type).select(
             "sk", encode_payload(F.col("row"), row_type).alias("payload"), "rescued"
         )
-        condition = (F.col("dlq._dlq_source_table") == F.lit(source_table)) & (F.col("dlq._dlq_sk") == F.col("fix.sk"))
-        update: dict[str, str | Column] = {
+        given = f"{MERGE_SOURCE}."
+        condition = (target_column(dlq_table, "_dlq_source_table") == F.lit(source_table)) & (
+            target_column(dlq_table, "_dlq_sk") == F.col(given + "sk")
+        )
+        update: dict[str, Column] = {
             "_dlq_status": F.lit(FIXED),
-            "_row_data": F.col("fix.payload"),
-            "_dlq_rescued_data": F.col("fix.rescued"),
+            "_row_data": F.col(given + "payload"),
+            "_dlq_rescued_data": F.col(given + "rescued"),
         }
 
         def merge() -> None:
-            target = DeltaTable.forName(spark, quote_table(dlq_table)).alias("dlq")
-            target.merge(source.alias("fix"), condition).whenMatchedUpdate(set=update).execute()
+            source.alias(MERGE_SOURCE).mergeInto(quote_table(dlq_table), condition).whenMatched().update(update).merge()
 
         run_with_retries(merge, table=dlq_table, what="marking rows fixed in the DLQ inbox", max_attempts=max_attempts)
     changed = tuple(sk for sk, _, _ in accepted)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,10 @@ from spark_quarantine import local_spark
 from tests.alerts.helpers import RecordingServer
 
 _counter = itertools.count()
+
+# tests/connect runs in a process of its own (see its conftest): PySpark cannot mix a classic
+# and a Connect session in one process.
+collect_ignore = [] if os.environ.get("SQ_CONNECT") else ["connect"]
 
 
 @pytest.fixture(scope="session")

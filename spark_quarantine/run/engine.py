@@ -252,6 +252,15 @@ class _Run:
         if name:  # the run wrote it, in this attempt or an earlier one
             self.written.append(name)
 
+    @staticmethod
+    def _counted(flagged: Flagged, frame: DataFrame) -> tuple[int, int, int, dict[str, int]]:
+        """The counts by one aggregate job, when a write's observation did not report.
+
+        A Spark Connect server does not always send a write's observed metrics back to the
+        client (seen with Delta appends on Spark 4.0); the counts are then taken here instead.
+        """
+        return counts_from_metrics(flagged, frame.agg(*metric_columns(flagged)).collect()[0].asDict())
+
     def _errors(self, frame: DataFrame, *, failing_only: bool = False) -> DataFrame:
         return self.route.error_frame(
             self.flagged, frame, run_id=self.run_id, started=self.started, failing_only=failing_only
@@ -299,8 +308,11 @@ class _Run:
                 counted = frame if input_from_target else frame.observe(observation, *input_metric_columns(flagged))
                 failed_rows = flagged.failed(counted).observe(error_observation, *failure_metric_columns(flagged))
                 self._write(ERRORS, self._errors(failed_rows, failing_only=True))
-                metrics = {**error_observation.get, **({} if input_from_target else observation.get)}
-                self.counts = counts_from_metrics(flagged, metrics)
+                if error_observation.get and (input_from_target or observation.get):
+                    metrics = {**error_observation.get, **({} if input_from_target else observation.get)}
+                    self.counts = counts_from_metrics(flagged, metrics)
+                else:
+                    self.counts = self._counted(flagged, frame)
             elif has_target and not fail_rules:
                 rows = observed()
                 self._write(TARGET, self._annotate(rows) if annotated else flagged.kept(rows))
@@ -308,7 +320,9 @@ class _Run:
             else:
                 observed().write.format("noop").mode("overwrite").save()
             if self.counts is None:
-                self.counts = counts_from_metrics(flagged, observation.get)
+                self.counts = (
+                    counts_from_metrics(flagged, observation.get) if observation.get else self._counted(flagged, frame)
+                )
             self._anchor_written()
 
             failing = {r.name: self.counts[3][r.name] for r in fail_rules if self.counts[3][r.name] > 0}

@@ -7,9 +7,10 @@ next run reads the fixed rows back, rebuilt to the source schema by column name,
 ``recycled`` and records them in the outbox, so each one is recycled once.
 
 Every statement is scoped by ``_dlq_source_table``, so several sources can share one DLQ.
-Nothing here builds SQL from user values: MERGEs go through :class:`delta.tables.DeltaTable`
+Nothing here builds SQL from user values: MERGEs go through :meth:`DataFrame.mergeInto`
 with Column conditions, and the only SQL text (the ``CREATE TABLE`` of
-:func:`create_dlq_tables`) contains quoted identifiers and fixed text.
+:func:`create_dlq_tables`, ``DESCRIBE DETAIL``) contains quoted identifiers and fixed text. No
+``delta.tables.DeltaTable``: a Spark Connect session runs all of it too.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "FAILED_RULES_TYPE",
     "FIXED",
     "INBOX_COLUMNS",
+    "MERGE_SOURCE",
     "MISFIT_RULE",
     "OUTBOX_COLUMNS",
     "QUARANTINED",
@@ -72,6 +74,7 @@ __all__ = [
     "recycled_keys",
     "run_with_retries",
     "surrogate_key",
+    "target_column",
 ]
 
 #: The source column whose content goes to ``_dlq_rescued_data`` instead of the payload.
@@ -175,6 +178,16 @@ def quote_table(name: str) -> str:
     return ".".join("`" + part.replace("`", "``") + "`" for part in _split_name(name))
 
 
+def target_column(table: str, column: str) -> Column:
+    """``column`` of the MERGE target ``table``, which a MERGE names by its last name part."""
+    last = _split_name(table)[-1]
+    return F.col("`" + last.replace("`", "``") + "`.`" + column + "`")
+
+
+#: The alias of a MERGE's source rows (not a name a table is likely to have).
+MERGE_SOURCE = "__sq_new"
+
+
 def outbox_name(dlq_table: str) -> str:
     """The outbox of a DLQ: its name with ``_outbox`` appended (``main.ops.orders_dlq_outbox``)."""
     return dlq_table + "_outbox"
@@ -236,8 +249,6 @@ def _table_problems(
     properties: Sequence[str],
     dlq_table: str,
 ) -> list[str]:
-    from delta.tables import DeltaTable
-
     quoted = quote_table(table)
     create = f"spark_quarantine.create_dlq_tables(spark, {dlq_table!r})"
     try:
@@ -247,7 +258,9 @@ def _table_problems(
     if not exists:
         return [f"the DLQ {role} {quoted} does not exist; create it with {create}"]
     try:
-        detail = DeltaTable.forName(spark, quoted).detail().select("properties").first()
+        detail = spark.sql(f"DESCRIBE DETAIL {quoted}").select("format", "properties").first()
+        if detail is None or detail["format"] != "delta":
+            raise ValueError("not a Delta table")
     except Exception:  # noqa: BLE001 - anything but a Delta table lands here
         return [f"the DLQ {role} {quoted} is not a Delta table; drop it and run {create}"]
     problems: list[str] = []
@@ -498,8 +511,6 @@ def merge_into_inbox(
     row is ``fixed``, it becomes ``recycled`` (such rows are never inserted). Write conflicts
     are retried ``max_attempts`` times (``SQ-D004``).
     """
-    from delta.tables import DeltaTable
-
     flag, done = f"{FLAG_PREFIX}requeue", f"{FLAG_PREFIX}recycled"
     inbox = [name for name, _ in INBOX_COLUMNS]
     marked = rows.select(
@@ -509,23 +520,35 @@ def merge_into_inbox(
     )
     source = _dedupe(marked, F.col(flag)) if requeue is not None else _dedupe(marked)
     target = quote_table(dlq_table)
-    condition = (F.col("dlq._dlq_source_table") == F.lit(source_table)) & (F.col("dlq._dlq_sk") == F.col("new._dlq_sk"))
-    values: dict[str, str | Column] = {name: F.col(f"new.{name}") for name in inbox}
+
+    def dlq(name: str) -> Column:
+        return target_column(dlq_table, name)
+
+    def new(name: str) -> Column:
+        return F.col(f"{MERGE_SOURCE}.`{name}`")
+
+    condition = (dlq("_dlq_source_table") == F.lit(source_table)) & (dlq("_dlq_sk") == new("_dlq_sk"))
+    values: dict[str, Column] = {name: new(name) for name in inbox}
     values["_dlq_source_table"] = F.lit(source_table)
-    is_fixed = F.col("dlq._dlq_status") == F.lit(FIXED)
+    is_fixed = dlq("_dlq_status") == F.lit(FIXED)
 
     def merge(updating: bool) -> None:
-        builder = DeltaTable.forName(spark, target).alias("dlq").merge(source.alias("new"), condition)
+        # DataFrame.mergeInto, not delta's DeltaTable: the same MERGE on a Spark Connect session.
+        builder = source.alias(MERGE_SOURCE).mergeInto(target, condition)
         if updating:
-            builder = builder.whenMatchedUpdate(
-                condition=F.col(f"new.{flag}") & is_fixed,
-                set={
-                    "_dlq_status": F.lit(QUARANTINED),
-                    "_dlq_failed_rules": F.col("new._dlq_failed_rules"),
-                    "_dlq_timestamp": F.col("new._dlq_timestamp"),
-                },
-            ).whenMatchedUpdate(condition=F.col(f"new.{done}") & is_fixed, set={"_dlq_status": F.lit(RECYCLED)})
-        builder.whenNotMatchedInsert(condition=~F.col(f"new.{done}"), values=values).execute()
+            builder = (
+                builder.whenMatched(new(flag) & is_fixed)
+                .update(
+                    {
+                        "_dlq_status": F.lit(QUARANTINED),
+                        "_dlq_failed_rules": new("_dlq_failed_rules"),
+                        "_dlq_timestamp": new("_dlq_timestamp"),
+                    }
+                )
+                .whenMatched(new(done) & is_fixed)
+                .update({"_dlq_status": F.lit(RECYCLED)})
+            )
+        builder.whenNotMatched(~new(done)).insert(values).merge()
 
     # Insert-only unless a recycled row is in the batch: Delta then reads only this source's
     # files (clustered on _dlq_source_table), rewrites none and needs no deletion vectors.
@@ -699,21 +722,24 @@ def merge_into_outbox(
     is left as it is, so running it again changes nothing. Conflicts are retried (``SQ-D004``).
     The outbox holds recycled rows only.
     """
-    from delta.tables import DeltaTable
-
     source = rows.select("_dlq_sk", "_dlq_row_data").dropDuplicates(["_dlq_sk"])
     target_name = outbox_name(dlq_table)
-    condition = (F.col("out._dlq_source_table") == F.lit(source_table)) & (F.col("out._dlq_sk") == F.col("new._dlq_sk"))
-    values: dict[str, str | Column] = {
-        "_dlq_sk": F.col("new._dlq_sk"),
+
+    def out(name: str) -> Column:
+        return target_column(target_name, name)
+
+    condition = (out("_dlq_source_table") == F.lit(source_table)) & (out("_dlq_sk") == F.col(f"{MERGE_SOURCE}._dlq_sk"))
+    values: dict[str, Column] = {
+        "_dlq_sk": F.col(f"{MERGE_SOURCE}._dlq_sk"),
         "_dlq_source_table": F.lit(source_table),
-        "_row_data": F.col("new._dlq_row_data"),
+        "_row_data": F.col(f"{MERGE_SOURCE}._dlq_row_data"),
         "_dlq_recycled_at": F.current_timestamp(),
     }
 
     def merge() -> None:
-        target = DeltaTable.forName(spark, quote_table(target_name)).alias("out")
-        target.merge(source.alias("new"), condition).whenNotMatchedInsert(values=values).execute()
+        source.alias(MERGE_SOURCE).mergeInto(quote_table(target_name), condition).whenNotMatched().insert(
+            values
+        ).merge()
 
     run_with_retries(
         merge, table=target_name, what="MERGE into the DLQ outbox", max_attempts=max_attempts, point="outbox"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from spark_quarantine._identifiers import is_path
 from spark_quarantine.config.io import InputConfig, OutputConfig
@@ -58,22 +59,37 @@ def save(
 def _create_clustered(df: DataFrame, config: OutputConfig, role: str) -> None:
     """Create (or replace, for overwrite) a liquid-clustered Delta table with ``df``'s schema.
 
-    Delta 4.0's DataFrameWriter cannot cluster a new table, so the table is made first
-    with the builder API (names passed as values, never as SQL text), then written to.
+    Delta 4.0's DataFrameWriter (V1 and V2) cannot cluster a new table, so the table is made
+    first with ``CREATE TABLE ... CLUSTER BY``, then written to. The statement holds only
+    quoted identifiers and Spark's own type names (no ``delta.tables.DeltaTable``, so a Spark
+    Connect session runs it too).
     """
-    from delta.tables import DeltaTable
+    from spark_quarantine.sinks.dlq import quote_table
 
-    builder = (
-        DeltaTable.createOrReplace(df.sparkSession)
-        if config.mode == "overwrite"
-        else DeltaTable.createIfNotExists(df.sparkSession)
-    )
-    builder = builder.location(config.location) if is_path(config.location) else builder.tableName(config.location)
-    builder = builder.addColumns(df.schema).clusterBy(*config.cluster_by)
-    if needs_column_mapping(df.schema):
-        builder = builder.property("delta.columnMapping.mode", "name")
+    location = config.location
+    name = "delta.`" + location.replace("`", "``") + "`" if is_path(location) else quote_table(location)
+    columns = ", ".join(f"{_quoted(f.name)} {_ddl_type(f.dataType)}" for f in df.schema.fields)
+    clustered = ", ".join(_quoted(c) for c in config.cluster_by)
+    verb = "CREATE OR REPLACE TABLE" if config.mode == "overwrite" else "CREATE TABLE IF NOT EXISTS"
+    properties = " TBLPROPERTIES ('delta.columnMapping.mode' = 'name')" if needs_column_mapping(df.schema) else ""
+    statement = f"{verb} {name} ({columns}) USING DELTA CLUSTER BY ({clustered}){properties}"
     # Through the one writer's error handling; not a fault boundary (it writes no rows).
-    written(role, config.location, builder.execute, faults=False)
+    written(role, location, lambda: df.sparkSession.sql(statement), faults=False)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _ddl_type(data_type: DataType) -> str:
+    """``data_type`` as DDL, nested field names quoted (``simpleString`` leaves them bare)."""
+    if isinstance(data_type, StructType):
+        return "struct<" + ", ".join(f"{_quoted(f.name)}: {_ddl_type(f.dataType)}" for f in data_type.fields) + ">"
+    if isinstance(data_type, ArrayType):
+        return f"array<{_ddl_type(data_type.elementType)}>"
+    if isinstance(data_type, MapType):
+        return f"map<{_ddl_type(data_type.keyType)}, {_ddl_type(data_type.valueType)}>"
+    return data_type.simpleString()
 
 
 def exists(spark: SparkSession, config: OutputConfig) -> bool:

@@ -23,6 +23,7 @@ the error-table mode's failing rows claim theirs), then the target append.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -341,7 +342,8 @@ class DlqRun:
 
     dlq: DLQTarget
     settings: Settings
-    spark: SparkSession
+    #: None in the copy a Spark Connect server's foreachBatch gets (sessions cannot travel).
+    spark: SparkSession | None
     target_table: str
     product_id: str | None
     stats_table: str | None
@@ -395,14 +397,20 @@ def start_dlq_stream(df: DataFrame, rules: Sequence[Rule], mode: DlqRun, on_batc
             code="SQ-C004",
             key="spark.quarantine.checkpoint_location",
         )
+    assert spark is not None
     trigger = dict(settings.trigger) or {"availableNow": True}
-    empty = spark.createDataFrame([], df.schema)
+    # What the batch functions hold must be picklable (a Connect server runs them): no session,
+    # no DataFrame made outside them; each takes its session from its batch.
+    portable, schema = dataclasses.replace(mode, spark=None), df.schema
 
     def recycle(batch: DataFrame, micro: MicroBatch) -> tuple[RunSpec, Route]:
-        return mode.spec(empty, rules, micro), mode.route(fixed=batch)
+        here = dataclasses.replace(portable, spark=batch.sparkSession)
+        empty = batch.sparkSession.createDataFrame([], schema)
+        return here.spec(empty, rules, micro), here.route(fixed=batch)
 
     def main(batch: DataFrame, micro: MicroBatch) -> tuple[RunSpec, Route]:
-        return mode.spec(batch, rules, micro), mode.route(fixed="none")
+        here = dataclasses.replace(portable, spark=batch.sparkSession)
+        return here.spec(batch, rules, micro), here.route(fixed="none")
 
     changes = (
         spark.readStream.format("delta")

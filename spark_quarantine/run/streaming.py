@@ -24,7 +24,7 @@ from spark_quarantine.run.protocol import query_generation
 from spark_quarantine.run.routes import Route
 from spark_quarantine.run.spec import MicroBatch, RunSpec
 
-__all__ = ["BatchPlan", "Stream", "bounded", "start"]
+__all__ = ["BatchPlan", "Stream", "bounded", "is_connect", "start"]
 
 #: What one micro-batch runs: its spec and route, built from the batch's rows and identity.
 BatchPlan = Callable[[DataFrame, MicroBatch], tuple[RunSpec, Route]]
@@ -54,6 +54,22 @@ class Stream:
         return list(self.results)
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (its foreachBatch runs on the server)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+# One lock for the results of every query of this process. A lock cannot be pickled, so a
+# foreachBatch function that a Spark Connect server runs must not hold one, nor name a global
+# one (cloudpickle copies a nested function's globals): it asks this module-level function,
+# which travels by reference.
+_RESULTS_LOCK = threading.Lock()
+
+
+def _results_lock() -> threading.Lock:
+    return _RESULTS_LOCK
+
+
 def start(
     spark: SparkSession,
     stream: DataFrame,
@@ -68,29 +84,37 @@ def start(
 
     ``on_result`` is told each micro-batch's result (the decorator keeps it as ``last_run``).
     Fault points inside the batches also answer to ``stream-<kind>:<boundary>``.
+
+    On a Spark Connect session the batch function is pickled and run by the server, in a
+    Python worker of its own: it holds nothing that cannot travel (no session, no lock, no
+    callback into the caller's objects), takes its session from the batch, and its results
+    stay there (``on_result`` is not called; see docs/connect.md).
     """
-    lock = threading.Lock()
+    remote = is_connect(spark)
     generation: list[str] = []
-    log = get_logger(checkpoint=checkpoint, query=kind)
     results: list[RunResult] = []
     failures: list[BaseException] = []
+    notify = None if remote else on_result
 
     def per_batch(batch: DataFrame, batch_id: int) -> None:
+        session = batch.sparkSession
         if not generation:  # Spark wrote <checkpoint>/metadata before the first batch
-            generation.append(query_generation(spark, checkpoint))
+            generation.append(query_generation(session, checkpoint))
         spec, route = plan(batch, MicroBatch(kind, generation[0], batch_id))
         try:
             with fault_scope(f"stream-{kind}"):
                 result = execute(spec, route).result
         except Exception as exc:
-            with lock:
+            with _results_lock():
                 failures.append(exc)
             raise
-        log.info("streaming_batch", batch_id=batch_id, run_id=result.run_id, input_rows=result.input_rows)
-        with lock:
+        get_logger(checkpoint=checkpoint, query=kind).info(
+            "streaming_batch", batch_id=batch_id, run_id=result.run_id, input_rows=result.input_rows
+        )
+        with _results_lock():
             results.append(result)
-        if on_result is not None:
-            on_result(result)
+        if notify is not None:
+            notify(result)
 
     writer: Any = stream.writeStream.foreachBatch(per_batch).option("checkpointLocation", checkpoint)
     query = writer.trigger(**trigger).start()

@@ -6,11 +6,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
-from types import MappingProxyType
+from typing import Any, NoReturn
 
 from spark_quarantine.problems import Problem
 
 __all__ = ["RunResult"]
+
+
+class _ReadOnlyDict(dict[str, int]):
+    """A dict that refuses changes: ``dataclasses.asdict`` and pickle take it, unlike a mappingproxy."""
+
+    def _refuse(self, *_: object, **__: object) -> NoReturn:
+        raise TypeError("RunResult.rule_failures cannot be changed")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ReadOnlyDict, (dict(self),))
 
 
 @dataclass(frozen=True)
@@ -40,13 +52,81 @@ class RunResult:
     warnings: tuple[Problem, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rule_failures", MappingProxyType(dict(self.rule_failures)))
+        object.__setattr__(self, "rule_failures", _ReadOnlyDict(self.rule_failures))
 
     def __repr__(self) -> str:
         from spark_quarantine.tokens import redact
 
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclass_fields(self))
         return redact(f"RunResult({fields})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready values (timestamps as ISO 8601 strings), secrets redacted."""
+        from spark_quarantine.tokens import redact_value
+
+        return dict(
+            redact_value(
+                {
+                    "run_id": self.run_id,
+                    "status": self.status,
+                    "input_rows": self.input_rows,
+                    "output_rows": self.output_rows,
+                    "error_rows": self.error_rows,
+                    "dropped_rows": self.dropped_rows,
+                    "rule_failures": dict(self.rule_failures),
+                    "product_id": self.product_id,
+                    "target_table": self.target_table,
+                    "error_table": self.error_table,
+                    "stats_table": self.stats_table,
+                    "tables_written": list(self.tables_written),
+                    "started_at": self.started_at.isoformat() if self.started_at else None,
+                    "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+                    "duration_seconds": self.duration_seconds,
+                    "warnings": [
+                        {
+                            "code": w.code,
+                            "message": w.message,
+                            "file": w.file,
+                            "line": w.line,
+                            "rule": w.rule,
+                            "severity": w.severity,
+                        }
+                        for w in self.warnings
+                    ],
+                }
+            )
+        )
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as one line of JSON (keys sorted), for orchestrators and logs."""
+        import json
+
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
+        """The result :meth:`to_dict` gave (``duration_seconds`` is recomputed)."""
+
+        def when(value: Any) -> datetime | None:
+            return datetime.fromisoformat(value) if value else None
+
+        return cls(
+            run_id=str(data["run_id"]),
+            status=str(data["status"]),
+            input_rows=int(data["input_rows"]),
+            output_rows=int(data["output_rows"]),
+            error_rows=int(data["error_rows"]),
+            dropped_rows=int(data["dropped_rows"]),
+            rule_failures={str(k): int(v) for k, v in dict(data.get("rule_failures") or {}).items()},
+            product_id=data.get("product_id"),
+            target_table=data.get("target_table"),
+            error_table=data.get("error_table"),
+            stats_table=data.get("stats_table"),
+            tables_written=tuple(data.get("tables_written") or ()),
+            started_at=when(data.get("started_at")),
+            finished_at=when(data.get("finished_at")),
+            warnings=tuple(Problem(**w) for w in data.get("warnings") or ()),
+        )
 
     @property
     def passed(self) -> bool:

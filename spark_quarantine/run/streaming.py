@@ -8,7 +8,9 @@ knows a replayed batch from a new one and a reset checkpoint from a replay.
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +53,9 @@ class Stream:
             if self.failures:
                 raise self.failures[0] from None
             raise
+        collect = getattr(self.query, "_sq_collect", None)
+        if collect is not None:  # a Connect query: its results come from the server's worker
+            collect()
         return list(self.results)
 
 
@@ -95,6 +100,9 @@ def start(
     results: list[RunResult] = []
     failures: list[BaseException] = []
     notify = None if remote else on_result
+    # On Connect the batches' results are published in a temp view of the session the worker
+    # shares with the client, and read back when the caller waits for the query.
+    view = f"__sq_batches_{uuid.uuid4().hex}" if remote else ""
 
     def per_batch(batch: DataFrame, batch_id: int) -> None:
         session = batch.sparkSession
@@ -115,7 +123,66 @@ def start(
             results.append(result)
         if notify is not None:
             notify(result)
+        if view:
+            _publish(session, view, results)
 
     writer: Any = stream.writeStream.foreachBatch(per_batch).option("checkpointLocation", checkpoint)
     query = writer.trigger(**trigger).start()
+    if remote:
+        _collect_on_wait(query, lambda: _collect(spark, view, results, on_result))
     return Stream(query, results, failures)
+
+
+def _publish(session: SparkSession, view: str, results: list[RunResult]) -> None:
+    """(On a Connect server's worker) the results so far, as one JSON string per micro-batch."""
+    rows = [(r.to_json(),) for r in results]
+    session.createDataFrame(rows, "result string").createOrReplaceTempView(view)
+
+
+def _collect(
+    spark: SparkSession, view: str, results: list[RunResult], on_result: Callable[[RunResult], None] | None
+) -> None:
+    """(On the client) the results the worker published that the caller has not had yet."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        published = [RunResult.from_dict(json.loads(r[0])) for r in spark.table(view).collect()]
+    except AnalysisException:
+        return  # no micro-batch has run yet
+    with _results_lock():
+        new = published[len(results) :]
+        results.extend(new)
+    for result in new:
+        if on_result is not None:
+            on_result(result)
+
+
+_COLLECTING: dict[type, type] = {}
+
+
+def _collect_on_wait(query: Any, collect: Callable[[], None]) -> None:
+    """Make ``query.awaitTermination()`` and ``processAllAvailable()`` collect the results after waiting.
+
+    The caller holds the query the library returned and waits on it; so that ``last_run`` is
+    right when that wait returns, the query becomes an instance of a subclass of its own class
+    whose waits collect (the object, its id and its other methods stay as they are).
+    """
+    base = type(query)
+    if base not in _COLLECTING:
+
+        def await_termination(self: Any, timeout: int | None = None) -> Any:
+            done = base.awaitTermination(self, timeout)
+            self._sq_collect()
+            return done
+
+        def process_all_available(self: Any) -> None:
+            base.processAllAvailable(self)
+            self._sq_collect()
+
+        _COLLECTING[base] = type(
+            base.__name__,
+            (base,),
+            {"awaitTermination": await_termination, "processAllAvailable": process_all_available},
+        )
+    query.__class__ = _COLLECTING[base]
+    query._sq_collect = collect

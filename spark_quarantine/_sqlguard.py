@@ -189,6 +189,14 @@ class _Parser:
             raise _Unsupported(f"unexpected {self.peek().text!r}")
         return node
 
+    def expr_list(self) -> list[_Node]:
+        """``e, e, ...`` up to (not including) the closing bracket."""
+        items = [self.expr(0)]
+        while self.peek().text == ",":
+            self.take()
+            items.append(self.expr(0))
+        return items
+
     def expr(self, rbp: int) -> _Node:
         left = self.prefix()
         while True:
@@ -256,10 +264,7 @@ class _Parser:
         if self.peek().word in _QUERY_WORDS:
             self.i -= 1
             return _Node("atom", open_tok.start, self.skip_group())  # a scalar subquery
-        items = [self.expr(0)]
-        while self.peek().text == ",":
-            self.take()
-            items.append(self.expr(0))
+        items = self.expr_list()
         close = self.expect(")")
         if self.peek().text == "->":
             raise _Unsupported("lambda")
@@ -330,12 +335,7 @@ class _Parser:
         if word in _OPAQUE_CALLS or self.group_has({"DISTINCT", "AS", "FROM"}, {"->", "=>"}):
             return self.after_call(_Node("atom", name.start, self.skip_group()))
         self.expect("(")
-        args: list[_Node] = []
-        if self.peek().text != ")":
-            args.append(self.expr(0))
-            while self.peek().text == ",":
-                self.take()
-                args.append(self.expr(0))
+        args = self.expr_list() if self.peek().text != ")" else []
         close = self.expect(")")
         return self.after_call(_Node("call", name.start, close.end, args, op=word))
 
@@ -389,10 +389,7 @@ class _Parser:
                 end = self.skip_group()
                 return _Node("in", left.start, end, [left], op="IN SUBQUERY")
             self.take()
-            items = [self.expr(0)]
-            while self.peek().text == ",":
-                self.take()
-                items.append(self.expr(0))
+            items = self.expr_list()
             close = self.expect(")")
             return _Node("in", left.start, close.end, [left, *items], op="IN")
         # LIKE / ILIKE / RLIKE / REGEXP
@@ -401,10 +398,7 @@ class _Parser:
             if self.peek().text != "(":
                 raise _Unsupported("LIKE ANY")
             self.take()
-            items = [self.expr(0)]
-            while self.peek().text == ",":
-                self.take()
-                items.append(self.expr(0))
+            items = self.expr_list()
             close = self.expect(")")
             return _Node("like", left.start, close.end, [left, *items], op=word)
         pattern = self.expr(4)

@@ -57,25 +57,8 @@ def test_the_dlq_batch_mode(spark: SparkSession, table: str) -> None:
     assert result is not None and result.input_rows == 3
 
 
-def test_the_dlq_streaming_mode(spark: SparkSession, table: str, tmp_path: Any) -> None:
-    create_dlq_tables(spark, f"{table}_dlq")
-    rows(spark).write.format("delta").saveAsTable(f"{table}_src")
-
-    @with_quarantine(
-        rules=RULES,
-        target_table=f"{table}_target",
-        quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
-        user_conf={"spark.quarantine.checkpoint_location": str(tmp_path / "cp")},
-    )
-    def stream() -> DataFrame:
-        return spark.readStream.table(f"{table}_src")
-
-    stream().awaitTermination()
-    assert [r["id"] for r in spark.read.table(f"{table}_target").collect()] == [1]
-    assert spark.read.table(f"{table}_dlq").count() == 2
-
-
-def test_a_connect_stream_reports_its_last_micro_batch(spark: SparkSession, table: str, tmp_path: Any) -> None:
+def dlq_stream(spark: SparkSession, table: str, tmp_path: Any) -> Any:
+    """A DLQ-mode stream over a Delta table holding :func:`rows`, decorated and run to the end."""
     create_dlq_tables(spark, f"{table}_dlq")
     rows(spark).write.format("delta").saveAsTable(f"{table}_src")
 
@@ -89,5 +72,15 @@ def test_a_connect_stream_reports_its_last_micro_batch(spark: SparkSession, tabl
         return spark.readStream.table(f"{table}_src")
 
     stream().awaitTermination()  # the batches ran on the server; their results come back here
-    result = stream.last_run
+    return stream
+
+
+def test_the_dlq_streaming_mode(spark: SparkSession, table: str, tmp_path: Any) -> None:
+    dlq_stream(spark, table, tmp_path)
+    assert [r["id"] for r in spark.read.table(f"{table}_target").collect()] == [1]
+    assert spark.read.table(f"{table}_dlq").count() == 2
+
+
+def test_a_connect_stream_reports_its_last_micro_batch(spark: SparkSession, table: str, tmp_path: Any) -> None:
+    result = dlq_stream(spark, table, tmp_path).last_run
     assert result is not None and (result.input_rows, result.output_rows, result.dropped_rows) == (3, 1, 2)

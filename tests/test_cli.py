@@ -63,6 +63,14 @@ class TestValidate:
         assert cli()[0] == 2
         assert cli("validate", "x.yaml", "--colour")[0] == 2
 
+    def test_version_prints_the_package_version_and_exits_0(self) -> None:
+        from spark_quarantine import __version__
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "spark_quarantine.cli", "--version"], capture_output=True, text=True
+        )
+        assert (proc.returncode, proc.stdout.strip()) == (0, f"spark-quarantine {__version__}")
+
     def test_help_works_for_each_command(self) -> None:
         """--help on the script and each subcommand exits 0."""
         for args in ([], ["validate"], ["run"]):

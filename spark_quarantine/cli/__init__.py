@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import yaml
 
+from spark_quarantine._version import __version__
 from spark_quarantine._yaml import YamlProblem
 from spark_quarantine._yaml import load as load_yaml
 from spark_quarantine.cli._common import _spark, _UsageError
@@ -232,6 +233,7 @@ def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spark-quarantine", description="Check, quarantine and recycle rows of Spark tables.")
+    parser.add_argument("--version", action="version", version=f"spark-quarantine {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     validate = sub.add_parser("validate", help="validate rule files (optionally against a table or schema)")

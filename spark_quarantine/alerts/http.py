@@ -1,10 +1,13 @@
 """The one HTTP POST every HTTP channel uses: bounded retries, no redirects, nothing secret in errors.
 
-A request is retried (at most ``max_retries`` times) after a connection error, a timeout, a
-``429`` or a ``5xx``; the wait doubles from ``backoff_seconds`` and is capped at
-:data:`MAX_WAIT_SECONDS`, and a ``Retry-After`` header (seconds or an HTTP date) takes its
-place, capped the same way. Any ``3xx`` fails at once: a webhook that redirects is
-misconfigured, and following it could carry the body (and its secrets) to another host.
+Retries are decided by urllib3's :class:`~urllib3.util.Retry`: at most ``max_retries`` of
+them, after a connection error, a timeout, a ``429`` or a ``5xx``.
+The first retry goes at once; each later one waits twice as long as the one before, from
+``backoff_seconds``, plus up to ``backoff_seconds`` of random jitter (so channels that failed
+together do not retry together), capped at :data:`MAX_WAIT_SECONDS`. A ``Retry-After``
+header on a 429 or 503 takes the wait's place, capped the same way. Any ``3xx`` fails at
+once: a webhook that redirects is misconfigured, and following it could carry the body (and
+its secrets) to another host.
 Any other ``4xx`` fails at once too. Failures raise :class:`DeliveryError`, whose message
 names the channel and the status only: webhook URLs are credentials, so neither the URL
 nor its host ever appears.
@@ -14,11 +17,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.utils
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import requests
+from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
+from urllib3.util import Retry
 
 from spark_quarantine._version import __version__
 
@@ -74,6 +79,28 @@ def _parse_retry_after(value: str) -> float | None:
     return (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds()
 
 
+class _Retry(Retry):
+    """urllib3's Retry, with ``Retry-After`` capped: a server may not park the run for a day."""
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(max(seconds, 0.0), MAX_WAIT_SECONDS)
+
+
+def _retry(policy: RetryPolicy) -> Retry:
+    return _Retry(
+        total=policy.max_retries,
+        redirect=False,  # a 3xx is not retried: it fails below
+        allowed_methods=frozenset({"POST"}),
+        status_forcelist=frozenset({429, *range(500, 600)}),
+        # urllib3 waits backoff_factor * 2**(n - 1) before the n-th retry (none before the first).
+        backoff_factor=policy.backoff_seconds / 2,
+        backoff_jitter=policy.backoff_seconds,
+        backoff_max=MAX_WAIT_SECONDS,
+        respect_retry_after_header=True,
+    )
+
+
 def post(
     channel: str,
     url: str,
@@ -82,46 +109,47 @@ def post(
     headers: Mapping[str, str] | None = None,
     policy: RetryPolicy,
 ) -> int:
-    """POST ``body`` to ``url`` for ``channel``; return the 2xx status or raise :class:`DeliveryError`."""
+    """POST ``body`` to ``url`` for ``channel``; return the 2xx status or raise :class:`DeliveryError`.
+
+    urllib3's Retry decides (whether to retry, how long to wait); this loop sends. It is not
+    mounted on a connection pool, because the pool logs each retry with the request's path,
+    and a webhook's path is a credential. The URL is never given to Retry either.
+    """
     sent_headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT}
     sent_headers.update(headers or {})
-    attempts = policy.max_retries + 1
-    for attempt in range(attempts):
-        last = attempt == attempts - 1
+    retry, attempts = _retry(policy), 0
+    while True:
+        attempts += 1
         try:
             response = requests.post(
-                url,
-                data=body,
-                headers=sent_headers,
-                timeout=policy.timeout_seconds,
-                allow_redirects=False,
+                url, data=body, headers=sent_headers, timeout=policy.timeout_seconds, allow_redirects=False
             )
-        except requests.Timeout:
-            if last:
-                raise DeliveryError(channel, "timed out", attempts=attempt + 1) from None
-            time.sleep(retry_delay(policy, attempt))
-            continue
         except requests.RequestException as exc:
-            # The exception's text holds the URL, which is a credential: keep only its type.
-            if last:
-                raise DeliveryError(
-                    channel, f"connection failed ({type(exc).__name__})", attempts=attempt + 1
-                ) from None
-            time.sleep(retry_delay(policy, attempt))
+            # The exception's text holds the URL, which is a credential: keep only what failed.
+            timed_out = isinstance(exc, requests.Timeout)
+            reason = "timed out" if timed_out else f"connection failed ({type(exc).__name__})"
+            # Retry classifies urllib3's own errors; it reads no more of them than their type.
+            error = ReadTimeoutError(None, "", reason) if timed_out else ProtocolError(reason)  # type: ignore[arg-type]
+            try:
+                retry = retry.increment(method="POST", error=error)
+            except MaxRetryError:
+                raise DeliveryError(channel, reason, attempts=attempts) from None
+            retry.sleep()
             continue
         status = response.status_code
-        retry_after = response.headers.get("Retry-After")
-        response.close()
         if 200 <= status < 300:
+            response.close()
             return status
         if 300 <= status < 400:
-            raise DeliveryError(
-                channel, f"HTTP {status}: redirects are not followed", status=status, attempts=attempt + 1
-            )
-        if status == 429 or status >= 500:
-            if last:
-                raise DeliveryError(channel, f"HTTP {status}", status=status, attempts=attempt + 1)
-            time.sleep(retry_delay(policy, attempt, retry_after))
-            continue
-        raise DeliveryError(channel, f"HTTP {status}", status=status, attempts=attempt + 1)
-    raise AssertionError("unreachable")  # pragma: no cover
+            response.close()
+            raise DeliveryError(channel, f"HTTP {status}: redirects are not followed", status=status, attempts=attempts)
+        if not retry.is_retry("POST", status, "Retry-After" in response.headers):
+            response.close()
+            raise DeliveryError(channel, f"HTTP {status}", status=status, attempts=attempts)
+        try:
+            retry = retry.increment(method="POST", response=response.raw)
+        except MaxRetryError:
+            response.close()
+            raise DeliveryError(channel, f"HTTP {status}", status=status, attempts=attempts) from None
+        retry.sleep(response.raw)
+        response.close()

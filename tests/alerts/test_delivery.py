@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import Any
 
@@ -33,6 +34,20 @@ class TestRetries:
         assert server.requests[0].body == server.requests[1].body
         assert failures(logs) == []
         assert any("notification_sent" in r.getMessage() for r in logs.records)
+
+    def test_retries_log_no_url_anywhere(self, server: RecordingServer, caplog: pytest.LogCaptureFixture) -> None:
+        """urllib3 decides the retries, but no retry is logged with the webhook's path.
+
+        (urllib3's connection pool logs every request line at DEBUG, retried or not: that is the
+        application's logging to configure, and it stays as it is.)
+        """
+        server.reply(Reply(500), Reply(503), Reply(200))
+        settings = parse_notification_conf(webhook_conf(server.url + "/T000/B000/secret-path", fail_on_error=True))
+        with caplog.at_level("DEBUG"):
+            assert settings.dispatch(golden_alert()) == ()
+        assert len(server.requests) == 3
+        shown = [r for r in caplog.records if r.levelno >= logging.INFO or r.name.startswith("spark_quarantine")]
+        assert shown and not [r for r in shown if "secret-path" in r.getMessage()]
 
     def test_429_honours_retry_after(self, server: RecordingServer) -> None:
         """A 429 with Retry-After: 1 is retried and then succeeds."""

@@ -28,6 +28,40 @@ class TestLogging:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert json.loads(out.strip().splitlines()[-1]) == [True, False]
 
+    def test_an_events_fields_reach_stdlib_handlers_as_record_attributes(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A JSON handler or a log shipper can index run_id: it is on the LogRecord, not only in the text."""
+        from spark_quarantine._logging import get_logger
+
+        with caplog.at_level(logging.INFO, logger="spark_quarantine"):
+            get_logger(run_id="r-42").info("quarantine_run", status="passed", name="orders")
+        (record,) = [r for r in caplog.records if r.name == "spark_quarantine"]
+        assert (record.run_id, record.status, record.event, record.sq_name) == (
+            "r-42",
+            "passed",
+            "quarantine_run",
+            "orders",
+        )  # type: ignore[attr-defined]
+        assert record.getMessage().startswith("event='quarantine_run'") and "run_id='r-42'" in record.getMessage()
+
+    def test_an_application_structlog_configuration_renders_our_events(self) -> None:
+        """With structlog configured by the application (JSON here), our events come out in its format."""
+        code = (
+            "import json, logging, sys, structlog\n"
+            "logging.basicConfig(stream=sys.stdout, level=logging.INFO, format='%(message)s')\n"
+            "structlog.configure(processors=[structlog.processors.JSONRenderer()],"
+            " logger_factory=structlog.stdlib.LoggerFactory())\n"
+            "from spark_quarantine._logging import get_logger\n"
+            "get_logger(run_id='r-7').info('quarantine_run', status='passed')\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert json.loads(out.strip().splitlines()[-1]) == {
+            "event": "quarantine_run",
+            "run_id": "r-7",
+            "status": "passed",
+        }
+
     def test_a_run_prints_nothing_and_logs_one_summary(
         self, spark: SparkSession, table: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
     ) -> None:

@@ -19,3 +19,13 @@ def test_the_committed_generated_tables_match_the_code() -> None:
         if not (DOCS / "_generated" / name).exists() or (DOCS / "_generated" / name).read_text(encoding="utf-8") != text
     ]
     assert stale == [], f"run `python docs/generate.py` and commit docs/_generated/: {stale} differ from the code"
+
+
+def test_the_api_page_documents_every_public_name() -> None:
+    import spark_quarantine
+
+    page = (DOCS / "api.md").read_text(encoding="utf-8")
+    missing = [
+        name for name in spark_quarantine.__all__ if name != "__version__" and f"spark_quarantine.{name}" not in page
+    ]
+    assert missing == [], f"docs/api.md lacks {missing}"

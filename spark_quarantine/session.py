@@ -25,6 +25,7 @@ def local_spark(
     shuffle_partitions: int = 2,
     persistent_catalog: bool = True,
     extra_conf: Mapping[str, str] | None = None,
+    log_level: str | None = "ERROR",
 ) -> SparkSession:
     """Return a local SparkSession with Delta Lake configured.
 
@@ -33,6 +34,16 @@ def local_spark(
     catalog, ``delta`` as the default table format (so ``CREATE TABLE`` without ``USING``
     makes a Delta table, as on Databricks), quiet logs, no progress bars and few shuffle
     partitions.
+
+    Settings it applies, each overridden by the same key in ``extra_conf`` (applied last):
+    ``spark.sql.extensions`` and ``spark.sql.catalog.spark_catalog`` (Delta),
+    ``spark.sql.sources.default = delta``, ``spark.sql.warehouse.dir``,
+    ``spark.sql.shuffle.partitions``, ``spark.default.parallelism`` and
+    ``spark.databricks.delta.snapshotPartitions`` (``shuffle_partitions``),
+    ``spark.ui.enabled = false``, ``spark.ui.showConsoleProgress = false``,
+    ``spark.sql.session.timeZone = UTC`` (the tables' run dates are UTC dates),
+    ``spark.driver.memory = 2g``, and with a persistent catalog the Hive/Derby settings below.
+    ``log_level`` is the Spark log level set after start (``None`` leaves Spark's own).
 
     With ``persistent_catalog=True`` (the default) table names are kept in an embedded
     Derby metastore inside ``warehouse``, so tables written by one run can be read by name
@@ -74,5 +85,6 @@ def local_spark(
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = configure_spark_with_delta_pip(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if log_level is not None:
+        spark.sparkContext.setLogLevel(log_level)
     return spark

@@ -6,6 +6,7 @@ import json
 import logging
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -109,3 +110,19 @@ class TestLocalSpark:
         assert props["delta.enableRowTracking"] == "true"
         assert props["delta.enableDeletionVectors"] == "true"
         assert "_dlq_source_table" in props["clusteringColumns"]
+
+
+@pytest.mark.subprocess
+def test_every_local_spark_setting_can_be_overridden(tmp_path: Any) -> None:
+    """extra_conf wins over local_spark's own settings (time zone, UI), in a process of its own."""
+    code = (
+        "import sys\n"
+        "from spark_quarantine import local_spark\n"
+        "spark = local_spark(sys.argv[1], persistent_catalog=False, log_level=None,\n"
+        "    extra_conf={'spark.sql.session.timeZone': 'Europe/Paris', 'spark.sql.shuffle.partitions': '3'})\n"
+        "print(spark.conf.get('spark.sql.session.timeZone'), spark.conf.get('spark.sql.shuffle.partitions'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "wh")], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "Europe/Paris 3"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pyspark.errors import AnalysisException, ParseException
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType
 
@@ -34,6 +34,7 @@ __all__ = [
     "flag_rows",
     "input_metric_columns",
     "observed_counts",
+    "parse_problems",
     "quote",
 ]
 
@@ -120,6 +121,30 @@ def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
     if isinstance(outcome, RuleValidationError):
         raise RuleValidationError(outcome.problems)
     return list(outcome)
+
+
+def parse_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
+    """``SQ-R020`` for every expectation, filter or message that Spark's parser refuses (no schema needed).
+
+    Each text is analysed over a one-row frame with no columns: Spark parses before it
+    resolves, so a parse error is told from the unknown columns that follow.
+    """
+    problems: list[Problem] = []
+    probe = spark.range(1).select()
+    for rule in rules:
+        if not rule.enabled or compiled_kind(rule) != "row":
+            continue
+        for part in ("expectation", "filter", "message"):
+            text = getattr(rule, part)
+            if not text:
+                continue
+            try:
+                probe.select(F.expr(text)).schema  # noqa: B018 - analysis only
+            except ParseException as exc:
+                problems.append(_problem(rule, "SQ-R020", f"{part} {text!r} does not parse: {_first_line(exc)}"))
+            except AnalysisException:
+                continue  # it parsed; its columns are checked against a table or schema
+    return problems
 
 
 def _capture(check: Callable[[], list[Problem]]) -> list[Problem] | RuleValidationError:

@@ -30,10 +30,25 @@ def good(tmp_path: Path) -> Path:
 
 
 class TestValidate:
-    def test_valid_rules_exit_0(self, good: Path) -> None:
+    def test_valid_rules_exit_0(self, spark: SparkSession, good: Path) -> None:
         """A valid file says OK and exits 0."""
         code, out = cli("validate", str(good))
         assert code == 0 and "OK: 1 rule(s)" in out
+
+    def test_without_a_table_or_schema_every_expression_must_still_parse(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """`amount >` is SQ-R020 even when there are no columns to check it against."""
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(
+            "rules:\n"
+            "  - name: broken\n    expectation: amount >\n    action_if_failed: drop\n"
+            "  - name: scoped\n    expectation: amount > 0\n    filter: status IN (\n    action_if_failed: drop\n"
+        )
+        code, out = cli("validate", str(rules))
+        assert code == 1
+        assert "SQ-R020" in out and "rule 'broken'" in out and "expectation 'amount >' does not parse" in out
+        assert "rule 'scoped'" in out and "filter 'status IN (' does not parse" in out
 
     def test_every_problem_is_printed_with_code_file_and_line(self, tmp_path: Path) -> None:
         """A bad file exits 1 and shows SQ code, file:line and rule."""

@@ -71,6 +71,20 @@ def _empty_frame(spark: Any, schema: Any, path: str) -> Any:
         raise _UsageError(f"--schema {path} is not a DDL schema Spark reads: {first}") from None
 
 
+def _parser_session() -> Any:
+    """The active session, or a throw-away local one (in-memory catalog, temp warehouse) for parsing."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    import tempfile
+
+    from spark_quarantine.session import local_spark
+
+    return local_spark(warehouse=tempfile.mkdtemp(prefix="sq-validate-"), persistent_catalog=False)
+
+
 def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.loading import load_rules
 
@@ -97,6 +111,11 @@ def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
             problems.extend(check_rules_against(df, all_rules))
         except RuleValidationError as exc:
             problems.extend(exc.problems)
+    elif not problems:
+        # No table or schema: the columns cannot be checked, but every expression must parse.
+        from spark_quarantine.evaluate import parse_problems
+
+        problems.extend(parse_problems(_parser_session(), all_rules))
     errors = [p for p in problems if p.severity == "error"]
     if problems:
         print(f"{len(errors)} problem(s), {len(problems) - len(errors)} warning(s):", file=out)

@@ -30,8 +30,8 @@ reliability: $(STAMP) ## Run tests/reliability/ with a longer fault-model budget
 	SQ_FAULT_ALL=1 SQ_FAULT_EXAMPLES=$${SQ_FAULT_EXAMPLES:-12} SQ_FAULT_STEPS=$${SQ_FAULT_STEPS:-14} $(PY) -m pytest tests/reliability
 
 lint: $(STAMP) ## ruff (lint and format check) and mypy on the package.
-	$(VENV)/bin/ruff check spark_quarantine tests benchmarks
-	$(VENV)/bin/ruff format --check spark_quarantine tests benchmarks
+	$(VENV)/bin/ruff check spark_quarantine tests benchmarks examples
+	$(VENV)/bin/ruff format --check spark_quarantine tests benchmarks examples
 	$(VENV)/bin/mypy spark_quarantine
 
 format: $(STAMP) ## Apply ruff's formatting and safe fixes.

@@ -587,6 +587,29 @@ class TestCli:
         assert cli("dlq", "list", dlq)[0] == 2
         assert cli("dlq")[0] == 2
 
+    def test_many_fixes_in_one_call_and_one_commit(
+        self, spark: SparkSession, dlq: str, source: str, tmp_path: Path
+    ) -> None:
+        """`dlq fix --from` takes JSON lines of {sk, row}; `dlq list --payload` shows what to correct."""
+        rows = [(1, Decimal("-2.00"), "bad"), (2, Decimal("-3.00"), "worse")]
+        quarantine(dlq, source, spark.createDataFrame(rows, SIMPLE), "amount_positive")
+        code, out = cli("dlq", "list", dlq, "--source", source, "--payload")
+        assert code == 0 and '"note":"worse"' in out.replace(" ", "")
+        keys = {json.loads(r["payload"])["id"]: r["_dlq_sk"] for r in inbox(spark, dlq, source)}
+        fixes = tmp_path / "fixes.jsonl"
+        fixes.write_text(
+            "\n".join(json.dumps({"sk": keys[i], "row": {"id": i, "amount": i, "note": "fixed"}}) for i in sorted(keys))
+            + "\n"
+        )
+        before = spark.sql(f"DESCRIBE HISTORY {dlq} LIMIT 1").first()[0]
+        code, out = cli("dlq", "fix", dlq, "--source", source, "--from", str(fixes))
+        assert code == 0 and out.startswith("2 row(s) marked fixed")
+        assert spark.sql(f"DESCRIBE HISTORY {dlq} LIMIT 1").first()[0] == before + 1  # one commit for both
+        assert {r["_dlq_status"] for r in inbox(spark, dlq, source)} == {"fixed"}
+        fixes.write_text('{"sk": "x"}\n')
+        assert cli("dlq", "fix", dlq, "--source", source, "--from", str(fixes))[0] == 2
+        assert cli("dlq", "fix", dlq, "--source", source, "--from", str(fixes), "--sk", "x")[0] == 2
+
     def test_help_works_for_each_dlq_command(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--help on dlq and each subcommand exits 0 and describes it."""
         for args in (["dlq"], ["dlq", "init"], ["dlq", "list"], ["dlq", "show"], ["dlq", "fix"]):

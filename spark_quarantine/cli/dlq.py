@@ -61,6 +61,7 @@ def cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
         "_dlq_status",
         "_dlq_timestamp",
         F.transform("_dlq_failed_rules", lambda r: r.getField("name")).alias("rules"),
+        F.col("_row_data").cast("string").alias("payload"),
     )
     rows = frame.limit(args.limit + 1).collect()
     shown = rows[: args.limit]
@@ -71,6 +72,8 @@ def cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
         stamp = row["_dlq_timestamp"].isoformat(sep=" ") if row["_dlq_timestamp"] else "-"
         rules = ", ".join(r for r in row["rules"] or [] if r) or "-"
         print(f"{row['_dlq_sk']:<64} {row['_dlq_status']:<12} {stamp:<26} {rules}", file=out)
+        if args.payload:
+            print(f"    {row['payload']}", file=out)
     more = " (more not shown; raise --limit)" if len(rows) > args.limit else ""
     status = f" with status {args.status}" if args.status else ""
     print(f"{len(shown)} row(s) of {args.source}{status}{more}.", file=out)
@@ -89,26 +92,65 @@ def cmd_show(args: argparse.Namespace, out: IO[str]) -> int:
     return _OK
 
 
+def _read_json(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _usage(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _row_of(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _usage(f"{where} must hold one JSON object: the corrected row")
+    if isinstance(value.get("row"), dict) and "sk" in value and "status" in value:
+        return dict(value["row"])  # the whole output of `dlq show`: take its row
+    return dict(value)
+
+
+def _fixes(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``_dlq_sk`` to corrected row, from ``--sk``/``--row-json`` or from the JSON lines of ``--from``."""
+    if args.from_file is not None:
+        if args.sk is not None or args.row_json is not None:
+            raise _usage("give either --from FILE or --sk with --row-json, not both")
+        fixes: dict[str, dict[str, Any]] = {}
+        for number, line in enumerate(_read_json(args.from_file).splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{args.from_file}:{number}"
+            try:
+                entry = json.loads(line, parse_float=decimal.Decimal)
+            except json.JSONDecodeError as exc:
+                raise _usage(f"{where} is not valid JSON: {exc}") from None
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("sk"), str)
+                or not isinstance(entry.get("row"), dict)
+            ):
+                raise _usage(f'{where} must be an object {{"sk": "<_dlq_sk>", "row": {{...}}}}')
+            if entry["sk"] in fixes:
+                raise _usage(f"{where} fixes {entry['sk']} a second time")
+            fixes[entry["sk"]] = dict(entry["row"])
+        if not fixes:
+            raise _usage(f"{args.from_file} holds no fix")
+        return fixes
+    if args.sk is None or args.row_json is None:
+        raise _usage("give --sk with --row-json, or --from FILE")
+    try:
+        value = json.loads(_read_json(args.row_json), parse_float=decimal.Decimal)
+    except json.JSONDecodeError as exc:
+        raise _usage(f"{args.row_json} is not valid JSON: {exc}") from None
+    return {args.sk: _row_of(value, args.row_json)}
+
+
 def cmd_fix(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.dlq import mark_fixed
 
-    try:
-        text = Path(args.row_json).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise _usage(f"cannot read {args.row_json}: {exc.strerror or exc}") from None
-    try:
-        row = json.loads(text, parse_float=decimal.Decimal)
-    except json.JSONDecodeError as exc:
-        raise _usage(f"{args.row_json} is not valid JSON: {exc}") from None
-    if not isinstance(row, dict):
-        raise _usage(f"{args.row_json} must hold one JSON object: the corrected row")
-    if isinstance(row.get("row"), dict) and "sk" in row and "status" in row:
-        row = row["row"]  # the whole output of `dlq show`: take its row
+    fixes = _fixes(args)
     report = mark_fixed(
         _session(args),
         args.dlq_table,
         args.source,
-        {args.sk: row},
+        fixes,
         validate=args.validate is not None,
         rules=args.validate,
     )
@@ -144,6 +186,7 @@ def register(subparsers: Any) -> None:
     listing.add_argument("--source", required=True, help="the source table the rows came from")
     listing.add_argument("--status", help="only rows with this status (quarantined, fixed, recycled)")
     listing.add_argument("--limit", type=int, default=100, help="show at most this many rows (default 100)")
+    listing.add_argument("--payload", action="store_true", help="print each row's payload (JSON) under it")
     listing.set_defaults(func=cmd_list)
 
     show = add(
@@ -163,8 +206,14 @@ def register(subparsers: Any) -> None:
         "prints it; a column left out becomes NULL) and mark it fixed. The next run recycles it.",
     )
     fix.add_argument("--source", required=True, help="the source table the row came from")
-    fix.add_argument("--sk", required=True, help="the row's _dlq_sk")
-    fix.add_argument("--row-json", required=True, help="a JSON file holding the corrected row (an object)")
+    fix.add_argument("--sk", help="the row's _dlq_sk")
+    fix.add_argument("--row-json", help="a JSON file holding the corrected row (an object)")
+    fix.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help='many fixes in one commit: JSON lines, each {"sk": "<_dlq_sk>", "row": {...}}',
+    )
     fix.add_argument(
         "--validate",
         metavar="RULES",

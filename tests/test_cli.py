@@ -35,6 +35,18 @@ class TestValidate:
         code, out = cli("validate", str(good))
         assert code == 0 and "OK: 1 rule(s)" in out
 
+    def test_rule_parameters_come_from_param_and_params_file(self, spark: SparkSession, tmp_path: Path) -> None:
+        """The repository's own rules need ${max_amount}: --param and --params-file give it, typed."""
+        rules = str(Path(__file__).resolve().parents[1] / "rules")
+        code, out = cli("validate", rules)
+        assert code == 1 and "max_amount" in out
+        code, out = cli("validate", rules, "--param", "max_amount=50000")
+        assert code == 0 and "OK:" in out
+        params = tmp_path / "params.yaml"
+        params.write_text("max_amount: 50000\n")
+        assert cli("validate", rules, "--params-file", str(params))[0] == 0
+        assert cli("validate", rules, "--param", "max_amount")[0] == 2  # no '='
+
     def test_without_a_table_or_schema_every_expression_must_still_parse(
         self, spark: SparkSession, tmp_path: Path
     ) -> None:

@@ -85,15 +85,46 @@ def _parser_session() -> Any:
     return local_spark(warehouse=tempfile.mkdtemp(prefix="sq-validate-"), persistent_catalog=False)
 
 
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    """Rule parameters from ``--params-file`` (a YAML or JSON mapping), then each ``--param KEY=VALUE``.
+
+    A value is read as a YAML scalar or list (``10`` a number, ``true`` a boolean, ``[a, b]`` a
+    list, anything else text), so ``${name}`` gets the typed SQL literal it would get in code.
+    """
+    params: dict[str, Any] = {}
+    if getattr(args, "params_file", None):
+        path = Path(args.params_file)
+        try:
+            doc = load_yaml(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except YamlProblem as exc:
+            raise _UsageError(f"{path}:{exc.line}: {exc.reason}", code=exc.code) from None
+        if not isinstance(doc, dict):
+            raise _UsageError(f"--params-file {path} must be a mapping of parameter names to values")
+        params.update({str(k): v for k, v in doc.items()})
+    for item in getattr(args, "param", None) or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise _UsageError(f"--param {item!r} must be KEY=VALUE")
+        try:
+            value = load_yaml(text) if text.strip() else ""
+        except YamlProblem:
+            value = text
+        params[key.strip()] = text if isinstance(value, dict) or value is None else value
+    return params
+
+
 def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.loading import load_rules
 
     problems: list[Problem] = []
     rule_count = 0
     all_rules: list[Any] = []
+    params = _params(args)
     for source in args.rules:
         try:
-            rules = load_rules(source)
+            rules = load_rules(source, params=params or None)
             rule_count += len(rules)
             all_rules.extend(rules)
         except RuleValidationError as exc:
@@ -186,11 +217,16 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         configs = _run_configs(doc, path.parent)
     except SparkQuarantineError as exc:
         raise _UsageError(str(exc)) from None
+    user_conf = dict(doc.get("user_conf") or {})
+    params = _params(args)
+    if params:
+        key = "spark.quarantine.rules.params"
+        user_conf[key] = {**dict(user_conf.get(key) or {}), **params}
     spark = _spark(args.warehouse or doc.get("warehouse"), new_warehouse=True)
     outcomes = apply_checks_and_save_in_tables(
         configs,
         doc.get("max_parallelism"),
-        user_conf=doc.get("user_conf"),
+        user_conf=user_conf or None,
         spark=spark,
         raise_on_failure=False,
     )
@@ -250,6 +286,16 @@ def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
 # ---------------------------------------------------------------------------- main
 
 
+def _add_param_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a value for ${KEY} in the rules (repeatable; read as YAML: 10, true, [a, b], text)",
+    )
+    parser.add_argument("--params-file", metavar="FILE", help="a YAML or JSON mapping of rule parameters")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spark-quarantine", description="Check, quarantine and recycle rows of Spark tables.")
     parser.add_argument("--version", action="version", version=f"spark-quarantine {__version__}")
@@ -257,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="validate rule files (optionally against a table or schema)")
     validate.add_argument("rules", nargs="+", help="rule files or folders")
+    _add_param_options(validate)
     group = validate.add_mutually_exclusive_group()
     group.add_argument("--table", help="check expressions against this table's schema")
     group.add_argument("--schema", help="check against a schema file: a DDL string or StructType JSON")
@@ -266,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the checks described in a YAML run file")
     run.add_argument("config", help="YAML file with a 'runs:' list (input, output, quarantine, checks)")
     run.add_argument("--warehouse", help="local warehouse folder (overrides the file's 'warehouse')")
+    _add_param_options(run)
     run.set_defaults(func=cmd_run)
 
     from spark_quarantine.formats import FORMATS

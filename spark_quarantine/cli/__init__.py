@@ -18,7 +18,7 @@ import yaml
 from spark_quarantine._version import __version__
 from spark_quarantine._yaml import YamlProblem
 from spark_quarantine._yaml import load as load_yaml
-from spark_quarantine.cli._common import _spark, _UsageError
+from spark_quarantine.cli._common import _add_param_options, _params, _spark, _UsageError
 from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
 from spark_quarantine.tokens import redact
 
@@ -83,36 +83,6 @@ def _parser_session() -> Any:
     from spark_quarantine.session import local_spark
 
     return local_spark(warehouse=tempfile.mkdtemp(prefix="sq-validate-"), persistent_catalog=False)
-
-
-def _params(args: argparse.Namespace) -> dict[str, Any]:
-    """Rule parameters from ``--params-file`` (a YAML or JSON mapping), then each ``--param KEY=VALUE``.
-
-    A value is read as a YAML scalar or list (``10`` a number, ``true`` a boolean, ``[a, b]`` a
-    list, anything else text), so ``${name}`` gets the typed SQL literal it would get in code.
-    """
-    params: dict[str, Any] = {}
-    if getattr(args, "params_file", None):
-        path = Path(args.params_file)
-        try:
-            doc = load_yaml(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except YamlProblem as exc:
-            raise _UsageError(f"{path}:{exc.line}: {exc.reason}", code=exc.code) from None
-        if not isinstance(doc, dict):
-            raise _UsageError(f"--params-file {path} must be a mapping of parameter names to values")
-        params.update({str(k): v for k, v in doc.items()})
-    for item in getattr(args, "param", None) or []:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise _UsageError(f"--param {item!r} must be KEY=VALUE")
-        try:
-            value = load_yaml(text) if text.strip() else ""
-        except YamlProblem:
-            value = text
-        params[key.strip()] = text if isinstance(value, dict) or value is None else value
-    return params
 
 
 def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
@@ -284,16 +254,6 @@ def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 # ---------------------------------------------------------------------------- main
-
-
-def _add_param_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--param",
-        action="append",
-        metavar="KEY=VALUE",
-        help="a value for ${KEY} in the rules (repeatable; read as YAML: 10, true, [a, b], text)",
-    )
-    parser.add_argument("--params-file", metavar="FILE", help="a YAML or JSON mapping of rule parameters")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
+
+from spark_quarantine._yaml import YamlProblem
+from spark_quarantine._yaml import load as load_yaml
 
 __all__ = ["_UsageError", "_spark"]
 
@@ -36,3 +40,43 @@ def _spark(warehouse: str | None, *, new_warehouse: bool = False) -> Any:
     from spark_quarantine.session import local_spark
 
     return local_spark(warehouse=warehouse or "spark-warehouse", app_name="spark-quarantine-cli")
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    """Rule parameters from ``--params-file`` (a YAML or JSON mapping), then each ``--param KEY=VALUE``.
+
+    A value is read as a YAML scalar or list (``10`` a number, ``true`` a boolean, ``[a, b]`` a
+    list, anything else text), so ``${name}`` gets the typed SQL literal it would get in code.
+    """
+    params: dict[str, Any] = {}
+    if getattr(args, "params_file", None):
+        path = Path(args.params_file)
+        try:
+            doc = load_yaml(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except YamlProblem as exc:
+            raise _UsageError(f"{path}:{exc.line}: {exc.reason}", code=exc.code) from None
+        if not isinstance(doc, dict):
+            raise _UsageError(f"--params-file {path} must be a mapping of parameter names to values")
+        params.update({str(k): v for k, v in doc.items()})
+    for item in getattr(args, "param", None) or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise _UsageError(f"--param {item!r} must be KEY=VALUE")
+        try:
+            value = load_yaml(text) if text.strip() else ""
+        except YamlProblem:
+            value = text
+        params[key.strip()] = text if isinstance(value, dict) or value is None else value
+    return params
+
+
+def _add_param_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a value for ${KEY} in the rules (repeatable; read as YAML: 10, true, [a, b], text)",
+    )
+    parser.add_argument("--params-file", metavar="FILE", help="a YAML or JSON mapping of rule parameters")

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
+from spark_quarantine.cli._common import _add_param_options, _params
+
 __all__ = ["register"]
 
 _OK, _FAILED = 0, 1
@@ -146,13 +148,18 @@ def cmd_fix(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.dlq import mark_fixed
 
     fixes = _fixes(args)
+    rules = None
+    if args.validate is not None:
+        from spark_quarantine.loading import load_rules
+
+        rules = load_rules(args.validate, params=_params(args) or None)
     report = mark_fixed(
         _session(args),
         args.dlq_table,
         args.source,
         fixes,
         validate=args.validate is not None,
-        rules=args.validate,
+        rules=rules,
     )
     print(str(report), file=out)
     return _OK if report.ok else _FAILED
@@ -219,4 +226,5 @@ def register(subparsers: Any) -> None:
         metavar="RULES",
         help="rule file or folder: reject the fix if the corrected row still fails a rule",
     )
+    _add_param_options(fix)
     fix.set_defaults(func=cmd_fix)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,16 @@ class TestValidate:
         params.write_text("max_amount: 50000\n")
         assert cli("validate", rules, "--params-file", str(params))[0] == 0
         assert cli("validate", rules, "--param", "max_amount")[0] == 2  # no '='
+
+    def test_json_output_for_scripts(self, spark: SparkSession, good: Path, tmp_path: Path) -> None:
+        """--json prints one JSON document: ok, the rule count and every problem with its code."""
+        code, out = cli("validate", str(good), "--json")
+        assert code == 0 and json.loads(out) == {"ok": True, "rules": 1, "problems": []}
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(BAD)
+        code, out = cli("validate", str(bad), "--json")
+        document = json.loads(out)
+        assert code == 1 and not document["ok"] and document["problems"][0]["code"] == "SQ-R008"
 
     def test_without_a_table_or_schema_every_expression_must_still_parse(
         self, spark: SparkSession, tmp_path: Path
@@ -131,6 +142,11 @@ class TestRun:
         )
         code, out = cli("run", str(runs))
         assert code == 1 and "FAILED" in out and "1 of 2 run(s) passed" in out
+        code, out = cli("run", str(runs), "--json")
+        document = json.loads(out)
+        assert code == 1 and document["passed"] == 1
+        assert [(r["name"], r["ok"]) for r in document["runs"]] == [("good", True), ("missing", False)]
+        assert document["runs"][0]["result"]["rule_failures"] == {"id_present": 1}
 
     def test_a_bad_run_file_exits_2(self, tmp_path: Path) -> None:
         """Missing runs list, or unknown keys, is a usage error."""

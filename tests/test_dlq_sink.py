@@ -602,8 +602,11 @@ class TestCli:
             + "\n"
         )
         before = spark.sql(f"DESCRIBE HISTORY {dlq} LIMIT 1").first()[0]
-        code, out = cli("dlq", "fix", dlq, "--source", source, "--from", str(fixes))
-        assert code == 0 and out.startswith("2 row(s) marked fixed")
+        code, out = cli("dlq", "list", dlq, "--source", source, "--payload", "--json")
+        listed = json.loads(out)
+        assert code == 0 and sorted(r["row"]["id"] for r in listed["rows"]) == [1, 2] and not listed["more"]
+        code, out = cli("dlq", "fix", dlq, "--source", source, "--from", str(fixes), "--json")
+        assert code == 0 and sorted(json.loads(out)["changed"]) == sorted(keys.values())
         assert spark.sql(f"DESCRIBE HISTORY {dlq} LIMIT 1").first()[0] == before + 1  # one commit for both
         assert {r["_dlq_status"] for r in inbox(spark, dlq, source)} == {"fixed"}
         fixes.write_text('{"sk": "x"}\n')

@@ -7,6 +7,7 @@ bad configuration file.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -118,6 +119,10 @@ def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
 
         problems.extend(parse_problems(_parser_session(), all_rules))
     errors = [p for p in problems if p.severity == "error"]
+    if args.json:
+        listed = [dataclasses.asdict(p) for p in problems]
+        print(json.dumps({"ok": not errors, "rules": rule_count, "problems": listed}, sort_keys=True), file=out)
+        return EXIT_FAILED if errors else EXIT_OK
     if problems:
         print(f"{len(errors)} problem(s), {len(problems) - len(errors)} warning(s):", file=out)
         _print_problems(problems, out)
@@ -200,6 +205,19 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         spark=spark,
         raise_on_failure=False,
     )
+    failed = [o for o in outcomes if not o.ok]
+    if args.json:
+        runs = [
+            {
+                "name": o.name,
+                "ok": o.ok,
+                "result": o.result.to_dict() if o.result is not None else None,
+                "error": redact(str(o.error)) if o.error is not None else None,
+            }
+            for o in outcomes
+        ]
+        print(json.dumps({"runs": runs, "passed": len(outcomes) - len(failed)}, sort_keys=True), file=out)
+        return EXIT_FAILED if failed else EXIT_OK
     header = f"{'run':<24} {'status':<8} {'rows in':>10} {'out':>10} {'dropped':>10} {'failing':>10}"
     print(header, file=out)
     print("-" * len(header), file=out)
@@ -218,7 +236,6 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
             print(f"{outcome.name:<24} {status:<8} {'-':>10} {'-':>10} {'-':>10} {'-':>10}", file=out)
         if outcome.error is not None:
             print(f"    error: {outcome.error}", file=out)
-    failed = [o for o in outcomes if not o.ok]
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} run(s) passed.", file=out)
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -264,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="validate rule files (optionally against a table or schema)")
     validate.add_argument("rules", nargs="+", help="rule files or folders")
     _add_param_options(validate)
+    validate.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     group = validate.add_mutually_exclusive_group()
     group.add_argument("--table", help="check expressions against this table's schema")
     group.add_argument("--schema", help="check against a schema file: a DDL string or StructType JSON")
@@ -274,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="YAML file with a 'runs:' list (input, output, quarantine, checks)")
     run.add_argument("--warehouse", help="local warehouse folder (overrides the file's 'warehouse')")
     _add_param_options(run)
+    run.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     run.set_defaults(func=cmd_run)
 
     from spark_quarantine.formats import FORMATS

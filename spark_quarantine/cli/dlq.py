@@ -47,6 +47,9 @@ def cmd_init(args: argparse.Namespace, out: IO[str]) -> int:
     spark = _session(args, new_warehouse=True)  # creating the DLQ may start a warehouse
     create_dlq_tables(spark, args.dlq_table)
     check_dlq_tables(spark, args.dlq_table)
+    if args.json:
+        print(json.dumps({"inbox": args.dlq_table, "outbox": outbox_name(args.dlq_table), "ready": True}), file=out)
+        return _OK
     print(f"DLQ ready: inbox {args.dlq_table}, outbox {outbox_name(args.dlq_table)}.", file=out)
     return _OK
 
@@ -67,6 +70,19 @@ def cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
     )
     rows = frame.limit(args.limit + 1).collect()
     shown = rows[: args.limit]
+    if args.json:
+        listed = [
+            {
+                "sk": row["_dlq_sk"],
+                "status": row["_dlq_status"],
+                "timestamp": row["_dlq_timestamp"].isoformat() if row["_dlq_timestamp"] else None,
+                "failed_rules": [r for r in row["rules"] or [] if r],
+                **({"row": json.loads(row["payload"])} if args.payload else {}),
+            }
+            for row in shown
+        ]
+        print(json.dumps({"rows": listed, "more": len(rows) > args.limit}, sort_keys=True), file=out)
+        return _OK
     header = f"{'sk':<64} {'status':<12} {'timestamp':<26} failed rules"
     print(header, file=out)
     print("-" * len(header), file=out)
@@ -161,7 +177,15 @@ def cmd_fix(args: argparse.Namespace, out: IO[str]) -> int:
         validate=args.validate is not None,
         rules=rules,
     )
-    print(str(report), file=out)
+    if args.json:
+        document = {
+            "changed": list(report.changed),
+            "not_found": list(report.not_found),
+            "rejected": dict(report.rejected),
+        }
+        print(json.dumps(document, sort_keys=True), file=out)
+    else:
+        print(str(report), file=out)
     return _OK if report.ok else _FAILED
 
 
@@ -180,6 +204,7 @@ def register(subparsers: Any) -> None:
         parser: argparse.ArgumentParser = commands.add_parser(name, help=help_text, description=description)
         parser.add_argument("dlq_table", help="the DLQ inbox table, for example main.ops.orders_dlq")
         parser.add_argument("--warehouse", help="local warehouse folder (when no Spark session is active)")
+        parser.add_argument("--json", action="store_true", help="print JSON instead of text ('show' always does)")
         return parser
 
     init = add(

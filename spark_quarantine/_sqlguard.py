@@ -27,11 +27,12 @@ that cast can fail); the caller analyses them once and passes their types to :fu
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Guarded", "guard", "operands"]
+__all__ = ["Guarded", "guard", "has_subquery", "operands"]
 
 
 @dataclass(frozen=True)
@@ -470,6 +471,19 @@ def _nodes_needing_types(node: _Node, found: list[_Node]) -> None:
         found.extend(node.children)
     for child in node.children:
         _nodes_needing_types(child, found)
+
+
+def has_subquery(sql: str) -> bool:
+    """Whether ``sql`` holds a subquery (``(SELECT ...)``, ``IN (SELECT ...)``, ``EXISTS (...)``), from its tokens.
+
+    Told from the text, so no plan is made for it: planning a subquery can start Spark jobs.
+    """
+    try:
+        toks = _tokens(sql)
+    except _Unsupported:
+        return False
+    # EXISTS (SELECT ...) opens a query too; exists(arr, x -> ...) is a function, so only the query counts.
+    return any(tok.text == "(" and nxt.word in _QUERY_WORDS - {"FROM"} for tok, nxt in itertools.pairwise(toks))
 
 
 def operands(sql: str) -> list[str]:

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType
 
 from spark_quarantine._plans import plan_of
-from spark_quarantine._sqlguard import guard, operands
+from spark_quarantine._sqlguard import guard, has_subquery, operands
 from spark_quarantine.errors import Problem, RuleValidationError
 from spark_quarantine.rules import Action, Rule
 
@@ -163,6 +163,10 @@ def _check_rules_against(df: DataFrame, enabled: Sequence[Rule]) -> list[Problem
         if compiled_kind(rule) == "dataset":
             problems.extend(_dataset_problems(df, rule))
             continue
+        subquery = _subquery_problem(rule)
+        if subquery is not None:  # from the text: planning a subquery could start Spark jobs
+            problems.append(subquery)
+            continue
         try:
             parsed.append((rule, rule_condition(rule)))
         except ParseException as exc:
@@ -174,6 +178,18 @@ def _check_rules_against(df: DataFrame, enabled: Sequence[Rule]) -> list[Problem
     if errors:
         raise RuleValidationError(errors)
     return [p for p in problems if p.severity != "error"]
+
+
+def _subquery_problem(rule: Rule) -> Problem | None:
+    for part in ("filter", "expectation"):
+        text = getattr(rule, part)
+        if text and has_subquery(text):
+            return _problem(
+                rule,
+                "SQ-R024",
+                f"{part} {text!r} contains a subquery; a row rule may only use the row's own columns",
+            )
+    return None
 
 
 def _dataset_problems(df: DataFrame, rule: Rule) -> list[Problem]:

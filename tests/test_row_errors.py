@@ -149,6 +149,20 @@ class TestEveryMode:
     def rows(spark: SparkSession) -> DataFrame:
         return spark.createDataFrame([(1, 10, "1"), (2, 0, "2"), (3, 10, "abc")], "id int, qty int, code string")
 
+    def dlq_run(self, spark: SparkSession, table: str) -> None:
+        """One DLQ-mode batch run of :meth:`rows` into fresh DLQ tables."""
+        create_dlq_tables(spark, f"{table}_dlq")
+
+        @with_quarantine(
+            rules=self.RULES,
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
+        )
+        def pipeline() -> DataFrame:
+            return self.rows(spark)
+
+        pipeline()
+
     def test_an_ignore_rule_keeps_the_row_and_records_the_error(self, spark: SparkSession, table: str) -> None:
         rules = [{**self.RULES[0], "action_if_failed": "ignore"}]
 
@@ -179,17 +193,7 @@ class TestEveryMode:
         assert not spark.catalog.tableExists(f"{table}_target")
 
     def test_the_dlq_mode_quarantines_the_row_naming_the_error(self, spark: SparkSession, table: str) -> None:
-        create_dlq_tables(spark, f"{table}_dlq")
-
-        @with_quarantine(
-            rules=self.RULES,
-            target_table=f"{table}_target",
-            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
-        )
-        def pipeline() -> DataFrame:
-            return self.rows(spark)
-
-        pipeline()
+        self.dlq_run(spark, table)
         assert [r["id"] for r in spark.read.table(f"{table}_target").collect()] == [1]
         failed = {
             r["_row_data"].toPython()["id"]: [(f["name"], f["rule"]) for f in r["_dlq_failed_rules"]]
@@ -219,17 +223,7 @@ class TestEveryMode:
         assert rules == ["100 / qty > 1 raised DIVIDE_BY_ZERO", "CAST(code AS INT) >= 0 raised CAST_INVALID_INPUT"]
 
     def test_a_fix_that_still_raises_is_reported_as_failing_the_rule(self, spark: SparkSession, table: str) -> None:
-        create_dlq_tables(spark, f"{table}_dlq")
-
-        @with_quarantine(
-            rules=self.RULES,
-            target_table=f"{table}_target",
-            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.{table}"},
-        )
-        def pipeline() -> DataFrame:
-            return self.rows(spark)
-
-        pipeline()
+        self.dlq_run(spark, table)
         key = next(r["_dlq_sk"] for r in spark.read.table(f"{table}_dlq").collect() if "abc" in r["_row_data"].toJson())
         report = mark_fixed(
             spark,

@@ -3,28 +3,43 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+# The pair make demo and make test install (the oldest supported); make matrix tests the newest.
+PAIR := -c .ci/pairs/oldest.txt
 BENCH_STAMP := $(VENV)/.bench-installed
-SOURCES := setup.cfg pyproject.toml
+SOURCES := setup.cfg pyproject.toml .ci/pairs/oldest.txt
 
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test reliability lint format docs bench bench-quick clean
+.PHONY: help demo test matrix reliability lint format docs bench bench-quick clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): $(SOURCES)
+# The runtime only (the library, pyspark and delta-spark): what make demo needs. pip's own
+# progress is shown; pyspark is a ~400 MB download on a fresh machine.
+$(RUNTIME_STAMP): $(SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "Installing spark_quarantine with pyspark and delta-spark into $(VENV) (pyspark is ~400 MB the first time) ..."
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --progress-bar on -e '.[local]' $(PAIR)
+	touch $(RUNTIME_STAMP)
+
+# Everything make test, lint and docs need, on top of the runtime.
+$(STAMP): $(RUNTIME_STAMP)
+	@echo "Installing the test and lint tools into $(VENV) ..."
+	$(PY) -m pip install --progress-bar on -e '.[local,connect,dev]' $(PAIR)
 	touch $(STAMP)
 
-demo: $(STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse.
-	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse --rules rules
+demo: $(RUNTIME_STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse.
+	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse
 
 test: $(STAMP) ## Run the whole test suite on real Spark + Delta, then the Spark Connect suite.
 	$(PY) -m pytest
 	SQ_CONNECT=1 $(PY) -m pytest tests/connect
+
+matrix: $(STAMP) ## The newest supported Spark + Delta pair: install the wheel beside it, run the smoke subset.
+	bash .ci/matrix .ci/pairs/newest.txt
 
 reliability: $(STAMP) ## Run tests/reliability/ with a longer fault-model budget; regenerate docs/reliability.md.
 	SQ_FAULT_ALL=1 SQ_FAULT_EXAMPLES=$${SQ_FAULT_EXAMPLES:-12} SQ_FAULT_STEPS=$${SQ_FAULT_STEPS:-14} $(PY) -m pytest tests/reliability
@@ -52,4 +67,4 @@ bench-quick: $(BENCH_STAMP) ## 1M-row smoke benchmark of the split scenario (a f
 	$(PY) -m benchmarks.run --quick
 
 clean: ## Remove the venv, build output and the demo warehouse.
-	rm -rf $(VENV) .demo-warehouse docs/_build build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-* .demo-warehouse docs/_build build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -5,8 +5,14 @@ against rules (Spark SQL boolean expressions in YAML), failing rows are dropped,
 fail the job as each rule says, and every failing row is written to an error table.
 """
 
-from spark_quarantine._version import __version__
-from spark_quarantine.alerts import (
+# The Spark is the user's (not a requirement of the package): say what is needed before the
+# first `import pyspark` below can fail with a bare ModuleNotFoundError.
+from spark_quarantine._requirements import check_pyspark as _check_pyspark
+
+_check_pyspark()
+
+from spark_quarantine._version import __version__  # noqa: E402
+from spark_quarantine.alerts import (  # noqa: E402
     Alert,
     NotificationSettings,
     Notifier,
@@ -14,9 +20,9 @@ from spark_quarantine.alerts import (
     parse_notification_conf,
     register_notifier,
 )
-from spark_quarantine.checks import CheckError, register_check
-from spark_quarantine.decorator import with_quarantine
-from spark_quarantine.end_to_end import (
+from spark_quarantine.checks import CheckError, register_check  # noqa: E402
+from spark_quarantine.decorator import with_quarantine  # noqa: E402
+from spark_quarantine.end_to_end import (  # noqa: E402
     InputConfig,
     OutputConfig,
     RunConfig,
@@ -26,7 +32,7 @@ from spark_quarantine.end_to_end import (
     apply_checks_and_save_in_tables_for_patterns,
     apply_checks_by_metadata_and_save_in_table,
 )
-from spark_quarantine.errors import (
+from spark_quarantine.errors import (  # noqa: E402
     ConfigError,
     InvalidParameterError,
     NotificationError,
@@ -36,15 +42,16 @@ from spark_quarantine.errors import (
     RunProtocolError,
     RunsFailedError,
     SchemaConflictError,
+    SparkEnvironmentError,
     SparkQuarantineError,
     TableWriteError,
 )
-from spark_quarantine.loading import load_rules
-from spark_quarantine.result import RunResult
-from spark_quarantine.rules import Action, Priority, Rule
-from spark_quarantine.run.protocol import close_unfinished_run
-from spark_quarantine.session import local_spark
-from spark_quarantine.sinks.dlq import create_dlq_tables
+from spark_quarantine.loading import load_rules  # noqa: E402
+from spark_quarantine.result import RunResult  # noqa: E402
+from spark_quarantine.rules import Action, Priority, Rule  # noqa: E402
+from spark_quarantine.run.protocol import close_unfinished_run  # noqa: E402
+from spark_quarantine.session import local_spark  # noqa: E402
+from spark_quarantine.sinks.dlq import create_dlq_tables  # noqa: E402
 
 __all__ = [
     "Action",
@@ -68,6 +75,7 @@ __all__ = [
     "RunResult",
     "RunsFailedError",
     "SchemaConflictError",
+    "SparkEnvironmentError",
     "SparkQuarantineError",
     "TableRun",
     "TableWriteError",

@@ -1,6 +1,7 @@
 """The demo behind ``make demo``: an orders pipeline with known defects, quarantined.
 
-Run it with ``python -m spark_quarantine._demo --warehouse .demo-warehouse --rules rules``.
+Run it with ``python -m spark_quarantine._demo --warehouse .demo-warehouse``; its rules ship
+with the package (``spark_quarantine/demo_rules``, the repository's ``rules/``).
 It is the only module that prints: it is a program, not library code.
 """
 
@@ -18,6 +19,8 @@ from pyspark.sql import functions as F
 from spark_quarantine import QuarantineFailure, RunResult, local_spark, with_quarantine
 
 DATABASE = "demo"
+#: The demo's rules, shipped in the wheel (the repository's rules/ folder).
+DEMO_RULES = Path(__file__).with_name("demo_rules")
 
 
 def make_orders(spark: SparkSession, rows: int) -> DataFrame:
@@ -70,7 +73,9 @@ def _print_summary(result: RunResult, seconds: float, out_table: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--warehouse", default=".demo-warehouse", help="folder for the local Delta warehouse")
-    parser.add_argument("--rules", default="rules", help="rule file or folder")
+    parser.add_argument(
+        "--rules", default=str(DEMO_RULES), help="rule file or folder (default: the packaged demo rules)"
+    )
     parser.add_argument("--rows", type=int, default=200_000, help="orders to generate")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["Plan", "plan_of"]
+__all__ = ["Plan", "expected_errors", "plan_of"]
 
 _SECTIONS = re.compile(r"^== (Parsed|Analyzed|Optimized) Logical Plan ==$|^== Physical Plan ==$", re.MULTILINE)
 _SUBQUERY = re.compile(r"\b(?:scalar-subquery|exists|list|lateral-subquery)#\d+ \[")
@@ -113,3 +115,46 @@ def plan_of(df: DataFrame) -> Plan:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         parts[mark.group(1) or "Physical"] = text[mark.end() : end].strip("\n")
     return Plan(analyzed=parts.get("Analyzed", ""), physical=parts.get("Physical", ""), parsed=parts.get("Parsed", ""))
+
+
+# PySpark logs every analysis error that carries a query context at ERROR, through two loggers
+# of its own, before the caller sees the exception. A rule check provokes such errors on
+# purpose (a typo in a rule is found by analysing it) and reports them itself with a code, so
+# the log line is noise. Those records are dropped only while this thread is inside
+# expected_errors(): the user's own failing queries, and other threads, log as before.
+_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+_PROBING = threading.local()
+_FILTERS = threading.Lock()
+_ACTIVE = [0]
+
+
+class _ProbeFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_PROBING, "depth", 0)
+
+
+_FILTER = _ProbeFilter()
+
+
+@contextlib.contextmanager
+def expected_errors() -> Iterator[None]:
+    """Within this block, PySpark's own log line for an analysis error of this thread is dropped."""
+    from pyspark.logger import PySparkLogger
+
+    # PySpark's class, never a plain Logger: PySpark calls them with its own keyword arguments.
+    loggers = [PySparkLogger.getLogger(name) for name in _CONTEXT_LOGGERS]
+    with _FILTERS:
+        if _ACTIVE[0] == 0:
+            for logger in loggers:
+                logger.addFilter(_FILTER)
+        _ACTIVE[0] += 1
+    _PROBING.depth = getattr(_PROBING, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _PROBING.depth -= 1
+        with _FILTERS:
+            _ACTIVE[0] -= 1
+            if _ACTIVE[0] == 0:
+                for logger in loggers:
+                    logger.removeFilter(_FILTER)

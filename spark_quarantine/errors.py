@@ -30,6 +30,7 @@ __all__ = [
     "RunProtocolError",
     "RunsFailedError",
     "SchemaConflictError",
+    "SparkEnvironmentError",
     "SparkQuarantineError",
     "TableWriteError",
 ]
@@ -104,6 +105,10 @@ CODES: dict[str, str] = {
     # Notifications.
     "SQ-N001": "a notification channel failed (logged; raised when fail_on_error is set)",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",
+    # The Spark the library runs on.
+    "SQ-V001": "pyspark is missing or older than the supported range (newer than tested: a warning)",
+    "SQ-V002": "local_spark needs delta-spark, which is not installed",
+    "SQ-V003": "the session refuses persist and the input must be computed once: no staging table given",
 }
 
 
@@ -123,6 +128,13 @@ class SparkQuarantineError(Exception):
         message = redact(shorten(message, MAX_MESSAGE))
         super().__init__(f"[{self.code}] {message}")
         self.message = message
+
+
+class SparkEnvironmentError(SparkQuarantineError, ImportError):
+    """The Spark found cannot run the library: pyspark missing or too old, delta-spark missing,
+    or a session that refuses what a run needs (``SQ-V...``)."""
+
+    code = "SQ-V001"
 
 
 class RuleValidationError(SparkQuarantineError, ValueError):

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = ["local_spark"]
 
+# Spark's default log4j2 configuration and one logger off (see local_spark).
+_LOG4J2 = Path(__file__).with_name("log4j2.properties")
+
 
 def local_spark(
     warehouse: str | os.PathLike[str] = "spark-warehouse",
@@ -42,8 +45,15 @@ def local_spark(
     ``spark.databricks.delta.snapshotPartitions`` (``shuffle_partitions``),
     ``spark.ui.enabled = false``, ``spark.ui.showConsoleProgress = false``,
     ``spark.sql.session.timeZone = UTC`` (the tables' run dates are UTC dates),
-    ``spark.driver.memory = 2g``, and with a persistent catalog the Hive/Derby settings below.
+    ``spark.driver.memory = 2g``, ``spark.driver.extraJavaOptions`` (the log configuration
+    below, and with a persistent catalog Derby's folders), and with a persistent catalog the
+    Hive/Derby settings below.
     ``log_level`` is the Spark log level set after start (``None`` leaves Spark's own).
+
+    The JVM's log configuration is Spark's default with one logger turned off,
+    ``org.apache.spark.sql.util.ExecutionListenerBus``: on Spark 4.0 every failing query after
+    the first ``observe`` of a session makes it print two ~230-line stack traces of an error
+    the caller is already given (SPARK-55037, fixed in later Spark releases).
 
     With ``persistent_catalog=True`` (the default) table names are kept in an embedded
     Derby metastore inside ``warehouse``, so tables written by one run can be read by name
@@ -54,6 +64,9 @@ def local_spark(
 
         spark = local_spark(warehouse="/tmp/wh", app_name="orders")
     """
+    from spark_quarantine._requirements import check_delta
+
+    check_delta()
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
@@ -74,14 +87,14 @@ def local_spark(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
     )
+    java_opts = f"-Dlog4j2.configurationFile={_LOG4J2.as_uri()}"
     if persistent_catalog:
         url = f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
-        java_opts = f"-Dderby.system.home={root} -Dderby.stream.error.file={root / 'derby.log'}"
-        builder = (
-            builder.config("spark.sql.catalogImplementation", "hive")
-            .config("spark.hadoop.javax.jdo.option.ConnectionURL", url)
-            .config("spark.driver.extraJavaOptions", java_opts)
+        java_opts += f" -Dderby.system.home={root} -Dderby.stream.error.file={root / 'derby.log'}"
+        builder = builder.config("spark.sql.catalogImplementation", "hive").config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL", url
         )
+    builder = builder.config("spark.driver.extraJavaOptions", java_opts)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = configure_spark_with_delta_pip(builder).getOrCreate()

@@ -18,9 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
-
-DELTA = "io.delta:delta-spark_2.13:4.0.1"
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +27,6 @@ def spark(warehouse: Path) -> Iterator[SparkSession]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the server's foreachBatch worker
     builder = (
         SparkSession.builder.remote("local[2]")
-        .config("spark.jars.packages", DELTA)
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.warehouse.dir", str(warehouse))
@@ -41,7 +39,8 @@ def spark(warehouse: Path) -> Iterator[SparkSession]:
     with warnings.catch_warnings():
         # The client also tries to set the server's static settings it was started with.
         warnings.filterwarnings("ignore", message="Failed to set spark")
-        session = builder.getOrCreate()
+        # Delta's jar for the installed pair, chosen as local_spark does (delta-spark's own helper).
+        session = configure_spark_with_delta_pip(builder).getOrCreate()
     assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
     yield session
     session.stop()

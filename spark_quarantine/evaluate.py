@@ -243,6 +243,7 @@ def _analyse(df: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
             continue
         try:
             single = df.select(column.alias(f"{FLAG_PREFIX}v0"))
+            single.schema  # noqa: B018 - on Spark Connect a select is only analysed when asked
         except AnalysisException as exc:
             problems.append(_analysis_problem(rule, exc, df))
             continue
@@ -288,6 +289,7 @@ def _filter_problem(df: DataFrame, rule: Rule) -> Problem | None:
         return None
     try:
         alone = df.select(F.expr(rule.filter).alias(f"{FLAG_PREFIX}f0"))
+        alone.schema  # noqa: B018 - on Spark Connect a select is only analysed when asked
     except AnalysisException as exc:
         return _analysis_problem(rule, exc, df, part="filter")
     kinds = _extra_node_kinds(df, alone)

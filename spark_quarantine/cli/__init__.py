@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ import yaml
 from spark_quarantine._version import __version__
 from spark_quarantine._yaml import YamlProblem
 from spark_quarantine._yaml import load as load_yaml
-from spark_quarantine.cli._common import _add_param_options, _params, _spark, _UsageError
+from spark_quarantine.cli._common import _add_param_options, _params, _spark, _UsageError, connect_url
 from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
 from spark_quarantine.tokens import redact
 
@@ -79,6 +80,9 @@ def _parser_session() -> Any:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    remote = connect_url()
+    if remote is not None:
+        return SparkSession.builder.remote(remote).getOrCreate()
     import tempfile
 
     from spark_quarantine.session import local_spark
@@ -276,6 +280,11 @@ def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spark-quarantine", description="Check, quarantine and recycle rows of Spark tables.")
     parser.add_argument("--version", action="version", version=f"spark-quarantine {__version__}")
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="a Spark Connect server to run on (sc://host:port; default: $SPARK_REMOTE, else a local Spark)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     validate = sub.add_parser("validate", help="validate rule files (optionally against a table or schema)")
@@ -337,6 +346,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.remote:  # the program owns its process: PySpark's own variable, read by every session
+            os.environ["SPARK_REMOTE"] = args.remote
         return int(args.func(args, stream))
     except _UsageError as exc:
         print(f"spark-quarantine: error: [{exc.code}] {redact(str(exc))}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,17 @@ def _spark(warehouse: str | None, *, new_warehouse: bool = False) -> Any:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    remote = connect_url()
+    if remote is not None:
+        return SparkSession.builder.remote(remote).getOrCreate()
     from spark_quarantine.session import local_spark
 
     return local_spark(warehouse=warehouse or "spark-warehouse", app_name="spark-quarantine-cli")
+
+
+def connect_url() -> str | None:
+    """``--remote`` (main() puts it in ``SPARK_REMOTE``, the variable PySpark itself reads), or None."""
+    return os.environ.get("SPARK_REMOTE") or None
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
 from typing import Any
 
+import yaml
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_quarantine import create_dlq_tables, with_quarantine
+from spark_quarantine import (
+    InputConfig,
+    OutputConfig,
+    apply_checks_and_save_in_table,
+    create_dlq_tables,
+    with_quarantine,
+)
+from spark_quarantine.cli import main
 
 RULES = [
     {"name": "positive", "expectation": "amount > 0", "action_if_failed": "drop"},
@@ -84,3 +95,77 @@ def test_the_dlq_streaming_mode(spark: SparkSession, table: str, tmp_path: Any) 
 def test_a_connect_stream_reports_its_last_micro_batch(spark: SparkSession, table: str, tmp_path: Any) -> None:
     result = dlq_stream(spark, table, tmp_path).last_run
     assert result is not None and (result.input_rows, result.output_rows, result.dropped_rows) == (3, 1, 2)
+
+
+def test_the_end_to_end_api_writes_valid_and_quarantined_rows(spark: SparkSession, table: str) -> None:
+    rows(spark).write.format("delta").saveAsTable(f"{table}_in")
+    result = apply_checks_and_save_in_table(
+        checks=RULES,
+        input_config=InputConfig(location=f"{table}_in"),
+        output_config=OutputConfig(location=f"{table}_out"),
+        quarantine_config=OutputConfig(location=f"{table}_q"),
+    )
+    assert [r["id"] for r in spark.read.table(f"{table}_out").collect()] == [1]
+    assert sorted(r["id"] for r in spark.read.table(f"{table}_q").collect()) == [2, 3]
+    assert (result.input_rows, result.output_rows, result.dropped_rows) == (3, 1, 2)
+
+
+def cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(list(args), out=out), out.getvalue()
+
+
+def test_the_cli_validates_runs_and_operates_the_dlq(spark: SparkSession, table: str, tmp_path: Path) -> None:
+    """Every command on the active Connect session: validate against a table, a run file, dlq init/list/show/fix,
+    and the next run recycles the fixed row."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"rules": RULES}))
+    rows(spark).write.format("delta").saveAsTable(f"{table}_in")
+
+    code, out = cli("validate", str(rules), "--table", f"{table}_in", "--json")
+    assert code == 0 and json.loads(out)["ok"] is True, out
+    (tmp_path / "typo.yaml").write_text("rules:\n  - {name: t, expectation: amout > 0, action_if_failed: drop}\n")
+    code, out = cli("validate", str(tmp_path / "typo.yaml"), "--table", f"{table}_in", "--json")
+    assert code == 1 and [p["code"] for p in json.loads(out)["problems"]] == ["SQ-R021"], out
+
+    runs = tmp_path / "runs.yaml"
+    runs.write_text(
+        yaml.safe_dump(
+            {
+                "runs": [
+                    {
+                        "name": "orders",
+                        "input": {"location": f"{table}_in"},
+                        "output": {"location": f"{table}_out"},
+                        "quarantine": {"location": f"{table}_q"},
+                        "checks": str(rules),
+                    }
+                ]
+            }
+        )
+    )
+    code, out = cli("run", str(runs), "--json")
+    assert code == 0, out
+    assert json.loads(out)["runs"][0]["result"]["rule_failures"] == {"positive": 1, "ratio": 1}
+
+    dlq = f"{table}_dlq"
+    assert cli("dlq", "init", dlq)[0] == 0
+
+    @with_quarantine(rules=RULES, target_table=f"{table}_target", quarantine={"dlq_table": dlq, "source_table": "src"})
+    def pipeline() -> DataFrame:
+        return rows(spark)
+
+    pipeline()
+    code, out = cli("dlq", "list", dlq, "--source", "src", "--json", "--payload")
+    listed = json.loads(out)["rows"]
+    assert code == 0 and sorted(r["row"]["id"] for r in listed) == [2, 3], out
+    sk = next(r["sk"] for r in listed if r["row"]["id"] == 2)
+    code, out = cli("dlq", "show", dlq, "--sk", sk)
+    assert code == 0 and float(json.loads(out)["row"]["amount"]) == -1.0, out
+    fixed = tmp_path / "fix.jsonl"
+    fixed.write_text(json.dumps({"sk": sk, "row": {"id": 2, "amount": 7.0, "qty": 10}}) + "\n")
+    code, out = cli("dlq", "fix", dlq, "--source", "src", "--from", str(fixed), "--validate", str(rules))
+    assert code == 0, out
+    pipeline()
+    target = sorted(r["id"] for r in spark.read.table(f"{table}_target").collect())
+    assert target == [1, 1, 2]  # the fixed row recycled once, beside the second run's valid row

@@ -50,6 +50,10 @@ class RunResult:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     warnings: tuple[Problem, ...] = field(default=())
+    #: DLQ mode: fixed rows taken back from the dead-letter queue that passed this time, written
+    #: to the target (in ``output_rows``) and marked ``recycled``. A fixed row that fails again is
+    #: requeued and counted in ``error_rows``, not here. 0 in every other mode.
+    recycled_rows: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rule_failures", _ReadOnlyDict(self.rule_failures))
@@ -73,6 +77,7 @@ class RunResult:
                     "output_rows": self.output_rows,
                     "error_rows": self.error_rows,
                     "dropped_rows": self.dropped_rows,
+                    "recycled_rows": self.recycled_rows,
                     "rule_failures": dict(self.rule_failures),
                     "product_id": self.product_id,
                     "target_table": self.target_table,
@@ -117,6 +122,7 @@ class RunResult:
             output_rows=int(data["output_rows"]),
             error_rows=int(data["error_rows"]),
             dropped_rows=int(data["dropped_rows"]),
+            recycled_rows=int(data.get("recycled_rows") or 0),
             rule_failures={str(k): int(v) for k, v in dict(data.get("rule_failures") or {}).items()},
             product_id=data.get("product_id"),
             target_table=data.get("target_table"),

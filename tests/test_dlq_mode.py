@@ -140,14 +140,22 @@ class TestRecycling:
         )
         assert set(report.changed) == {negative, missing_id}
 
-        pipeline(spark, table, empty)()  # the same action again, no new rows: only the fixed ones flow
+        assert run.last_run.recycled_rows == 0
+        second = pipeline(spark, table, empty)
+        second()  # the same action again, no new rows: only the fixed ones flow
         assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2]
+        # Both fixed rows were checked again: one passed and was recycled, one failed and was requeued.
+        result = second.last_run
+        assert (result.input_rows, result.output_rows, result.recycled_rows, result.error_rows) == (2, 1, 1, 1)
+        assert result.to_dict()["recycled_rows"] == 1
         statuses = {r["_dlq_sk"]: r["_dlq_status"] for r in spark.read.table(f"{table}_dlq").collect()}
         assert statuses[missing_id] == "quarantined"  # still fails: back in the queue, on its own row
         assert recycled_keys(spark, table) == {negative}
 
-        pipeline(spark, table, empty)()
+        third = pipeline(spark, table, empty)
+        third()
         assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [1, 2]  # not twice
+        assert third.last_run.recycled_rows == 0
 
         # Fixed again, properly this time: the requeued row is recycled once more.
         assert mark_fixed(spark, f"{table}_dlq", source, {missing_id: {"id": 3, "amount": 4.0}}).changed == (

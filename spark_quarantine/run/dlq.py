@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -160,6 +160,7 @@ def coerced_warnings(rules: Sequence[Rule]) -> list[Problem]:
 
 
 _INBOX = [name for name, _ in INBOX_COLUMNS]
+REQUEUED_METRIC = "dlq_requeued_rows"
 REQUEUE, DONE, MISFIT = f"{FLAG_PREFIX}requeue_row", f"{FLAG_PREFIX}recycled_row", "_dlq_misfit"
 
 
@@ -184,6 +185,7 @@ class DlqRoute(Route):
         self._misfits: DataFrame | None = None
         self._occurrence = ""
         self._recycling = False  # whether the run has rows to recycle (known once its input is read)
+        self._taken = 0  # fixed rows of the DLQ this run checks again (misfits not among them)
 
     def name(self, role: str) -> str | None:
         return self.dlq.dlq_table if role == ERRORS else self.target_table if role == TARGET else None
@@ -261,7 +263,13 @@ class DlqRoute(Route):
         # One small job over the rows to recycle (a resumed run reads them at the same pins, so
         # it decides the same). Without any, the run's writes are those of new rows alone: the
         # inbox MERGE only inserts and the outbox MERGE is not made.
-        self._recycling = not self.source_only and not recycled.isEmpty()
+        if self.source_only:
+            taken, misfits = 0, 0
+        else:
+            counted = recycled.agg(F.count(F.lit(1)).alias("n"), F.count(MISFIT).alias("misfits")).first()
+            taken, misfits = (int(counted["n"]), int(counted["misfits"])) if counted is not None else (0, 0)
+        self._recycling = taken > 0
+        self._taken = taken - misfits
         fresh = df.withColumn(RECYCLED_SK, F.lit(None).cast("string"))
         if not self._recycling:
             return fresh
@@ -311,6 +319,14 @@ class DlqRoute(Route):
             F.col("_dlq_row_data").alias("_row_data"),
         ).select(*_INBOX, F.lit(True).alias(REQUEUE), F.lit(False).alias(DONE))
         return failing.unionByName(recycled_rows).unionByName(misfit_rows)
+
+    def metrics(self) -> list[Column]:
+        # The fixed rows checked again that fail again: requeued, not recycled.
+        again = F.col(ANY_FLAG) & F.col(RECYCLED_SK).isNotNull()
+        return [F.coalesce(F.sum(again.cast("long")), F.lit(0)).alias(REQUEUED_METRIC)]
+
+    def recycled_rows(self, metrics: Mapping[str, Any]) -> int:
+        return self._taken - int(metrics.get(REQUEUED_METRIC) or 0) if self._recycling else 0
 
     def repeatable(self, role: str) -> bool:
         # MERGEs keyed by row: a resumed run makes them again, to the same effect. The source

@@ -163,6 +163,7 @@ class _Run:
         self.written: list[str] = []
         self.wrote_now: set[str] = set()  # the roles this attempt wrote (not skipped as done)
         self.counts: tuple[int, int, int, dict[str, int]] | None = None
+        self.route_metrics: dict[str, Any] = {}  # the route's own aggregates, from the counts' job
         self.warnings: list[Problem] = list(spec.warnings)
         self.flagged: Flagged
         self.alerter: RunAlerter
@@ -252,14 +253,16 @@ class _Run:
         if name:  # the run wrote it, in this attempt or an earlier one
             self.written.append(name)
 
-    @staticmethod
-    def _counted(flagged: Flagged, frame: DataFrame) -> tuple[int, int, int, dict[str, int]]:
-        """The counts by one aggregate job, when a write's observation did not report.
+    def _counted(self, flagged: Flagged, frame: DataFrame) -> tuple[int, int, int, dict[str, int]]:
+        """The counts by one aggregate job: for a route that does not observe its writes, or when a
+        write's observation did not report.
 
         A Spark Connect server does not always send a write's observed metrics back to the
         client (seen with Delta appends on Spark 4.0); the counts are then taken here instead.
         """
-        return counts_from_metrics(flagged, frame.agg(*metric_columns(flagged)).collect()[0].asDict())
+        metrics = frame.agg(*metric_columns(flagged), *self.route.metrics()).collect()[0].asDict()
+        self.route_metrics = metrics
+        return counts_from_metrics(flagged, metrics)
 
     def _errors(self, frame: DataFrame, *, failing_only: bool = False) -> DataFrame:
         return self.route.error_frame(
@@ -297,7 +300,7 @@ class _Run:
         try:
             target_done = False
             if not observe:
-                self.counts = counts_from_metrics(flagged, frame.agg(*metric_columns(flagged)).collect()[0].asDict())
+                self.counts = self._counted(flagged, frame)
                 if has_errors:
                     self._write(ERRORS, self._errors(frame))
             elif has_errors:
@@ -306,11 +309,14 @@ class _Run:
                 # commit when the route reports it; otherwise every row passes one count here,
                 # which also computes many rules' flags once, below the filter.
                 counted = frame if input_from_target else frame.observe(observation, *input_metric_columns(flagged))
-                failed_rows = flagged.failed(counted).observe(error_observation, *failure_metric_columns(flagged))
+                failed_rows = flagged.failed(counted).observe(
+                    error_observation, *failure_metric_columns(flagged), *route.metrics()
+                )
                 self._write(ERRORS, self._errors(failed_rows, failing_only=True))
                 if error_observation.get and (input_from_target or observation.get):
                     metrics = {**error_observation.get, **({} if input_from_target else observation.get)}
                     self.counts = counts_from_metrics(flagged, metrics)
+                    self.route_metrics = metrics
                 else:
                     self.counts = self._counted(flagged, frame)
             elif has_target and not fail_rules:
@@ -410,6 +416,7 @@ class _Run:
             started_at=self.started,
             finished_at=_now(),
             warnings=tuple(self.warnings),
+            recycled_rows=route.recycled_rows(self.route_metrics),
         )
 
     def _record(self, outcome: RunResult) -> None:
@@ -467,4 +474,5 @@ def _summary(result: RunResult) -> dict[str, Any]:
         "error_rows": result.error_rows,
         "rule_failures": dict(result.rule_failures),
         "error_table": result.error_table,
+        **({"recycled_rows": result.recycled_rows} if result.recycled_rows else {}),
     }

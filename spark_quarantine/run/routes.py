@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_quarantine.config.io import OutputConfig
@@ -111,6 +111,18 @@ class Route:
     def failed_rows_reader(self, session: SparkSession) -> Callable[[], DataFrame] | None:
         """Reads what the run wrote that holds its failing rows (alert samples come from it); None: no samples."""
         return None
+
+    def metrics(self) -> list[Column]:
+        """Aggregates of the route's own, computed with the run's counts (same job), over all or failing rows.
+
+        Each must count failing rows only, so it gives the same over either set.
+        """
+        return []
+
+    def recycled_rows(self, metrics: Mapping[str, Any]) -> int:
+        """Rows taken back from a dead-letter queue that passed and were written (the DLQ mode), from
+        :meth:`metrics`' values."""
+        return 0
 
 
 @dataclass

@@ -34,9 +34,10 @@ $(STAMP): $(RUNTIME_STAMP)
 demo: $(RUNTIME_STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse.
 	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse
 
-test: $(STAMP) ## Run the whole test suite on real Spark + Delta, then the Spark Connect suite.
+test: $(STAMP) ## Run the whole test suite on real Spark + Delta, then the Spark Connect suites.
 	$(PY) -m pytest
 	SQ_CONNECT=1 $(PY) -m pytest tests/connect
+	SQ_CONNECT=serverless $(PY) -m pytest tests/connect
 
 matrix: $(STAMP) ## The newest supported Spark + Delta pair: install the wheel beside it, run the smoke subset.
 	bash .ci/matrix .ci/pairs/newest.txt

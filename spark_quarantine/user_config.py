@@ -29,6 +29,7 @@ __all__ = [
     "EMAIL_TO",
     "ERROR_TABLE_ENABLED",
     "INPUT_CACHE",
+    "INPUT_STAGING_SCHEMA",
     "KEYS",
     "NOTIFICATIONS_ALLOW_HTTP",
     "NOTIFICATIONS_CUSTOM",
@@ -86,8 +87,10 @@ class KeySpec:
 RULES_PARAMS = "spark.quarantine.rules.params"
 #: Write failing rows to the error table (bool). Turning it off logs a warning.
 ERROR_TABLE_ENABLED = "spark.quarantine.error_table.enabled"
-#: How the input is kept for the two writes: ``auto`` (default), ``cache`` or ``reread``.
+#: How the input is kept for the two writes: ``auto`` (default), ``cache``, ``stage`` or ``reread``.
 INPUT_CACHE = "spark.quarantine.input.cache"
+#: Schema for a staged input's table (str; default: the target table's schema).
+INPUT_STAGING_SCHEMA = "spark.quarantine.input.staging_schema"
 #: Folder for the checkpoints of the streaming DLQ mode (str; required for streaming DataFrames in DLQ mode).
 CHECKPOINT_LOCATION = "spark.quarantine.checkpoint_location"
 #: Trigger of the streaming DLQ mode, e.g. ``{"processingTime": "10 seconds"}`` (default available-now).
@@ -186,8 +189,17 @@ KEYS: dict[str, KeySpec] = {
             "str",
             "auto",
             "How the input is computed once for several writes: `auto` caches only inputs "
-            "that are expensive or not deterministic, `cache` always caches, `reread` never does.",
-            choices=("auto", "cache", "reread"),
+            "that are expensive or not deterministic (staging them instead on a session that refuses "
+            "`persist`, such as serverless), `cache` always caches, `stage` always writes the input once "
+            "to a staging Delta table, `reread` never keeps it.",
+            choices=("auto", "cache", "stage", "reread"),
+        ),
+        KeySpec(
+            INPUT_STAGING_SCHEMA,
+            "str",
+            None,
+            "Schema (`catalog.schema` or `schema`) where a staged input's table `__sq_stage_<run id>` is "
+            "written and dropped again; default: the target table's schema.",
         ),
         KeySpec(
             CHECKPOINT_LOCATION,

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spark_quarantine"
 
 LAYERS: dict[str, int] = {
     **dict.fromkeys(["errors", "problems", "result", "session", "_identifiers", "_logging", "_faults", "_version"], 1),
-    **dict.fromkeys(["_text", "_yaml", "_sqlguard", "_plans"], 1),
+    **dict.fromkeys(["_text", "_yaml", "_sqlguard", "_plans", "_requirements"], 1),
     **dict.fromkeys(["user_config", "tokens"], 1),
     **dict.fromkeys(["config", "rules", "alerts"], 2),
     **dict.fromkeys(["checks", "formats", "loading"], 3),

@@ -155,7 +155,7 @@ class TestComputedOnce:
 
     def test_the_cache_setting_overrides_the_choice(self, spark: SparkSession, table: str) -> None:
         """spark.quarantine.input.cache = cache computes a UDF input once; reread recomputes it."""
-        for mode, computed_once in (("cache", True), ("reread", False)):
+        for mode, computed_once in (("cache", True), ("stage", True), ("reread", False)):
             calls = spark.sparkContext.accumulator(0)
 
             def plus_zero(value: int, calls=calls) -> int:  # type: ignore[no-untyped-def]
@@ -175,6 +175,9 @@ class TestComputedOnce:
 
             pipeline()
             assert (calls.value == 50) is computed_once, (mode, calls.value)
+            assert spark.read.table(f"{table}_{mode}").count() == 50
+        # stage: written once to a Delta table beside the target, read back, dropped when the call returns
+        assert [t.name for t in spark.catalog.listTables() if t.name.startswith("__sq_stage_")] == []
 
 
 class TestCounts:

@@ -25,6 +25,7 @@ class Settings:
     rules_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     error_table_enabled: bool = True
     input_cache: str = "auto"
+    staging_schema: str | None = None
     reference_dataframes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     checkpoint_location: str | None = None
     trigger: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -35,6 +36,7 @@ _FIELD_OF = {
     uc.RULES_PARAMS: "rules_params",
     uc.ERROR_TABLE_ENABLED: "error_table_enabled",
     uc.INPUT_CACHE: "input_cache",
+    uc.INPUT_STAGING_SCHEMA: "staging_schema",
     uc.REFERENCE_DATAFRAMES: "reference_dataframes",
     uc.CHECKPOINT_LOCATION: "checkpoint_location",
     uc.TRIGGER: "trigger",

@@ -34,9 +34,11 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from spark_quarantine import user_config as uc
+from spark_quarantine._identifiers import is_path
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings
-from spark_quarantine.errors import NotificationError, QuarantineFailure, SchemaConflictError
+from spark_quarantine.errors import NotificationError, QuarantineFailure, SchemaConflictError, SparkEnvironmentError
 from spark_quarantine.evaluate import (
     FLAG_PREFIX,
     Flagged,
@@ -52,7 +54,7 @@ from spark_quarantine.problems import Problem
 from spark_quarantine.result import RunResult
 from spark_quarantine.rules import Action
 from spark_quarantine.run.alerts import RunAlerter, SampleSource
-from spark_quarantine.run.input_cache import is_stable_scan
+from spark_quarantine.run.input_cache import drop_stage, is_stable_scan, persist_refused, stage, staging_table
 from spark_quarantine.run.protocol import Attempt, fingerprint, fingerprint_of_values, open_run
 from spark_quarantine.run.routes import ERRORS, TARGET, Route
 from spark_quarantine.run.spec import RunSpec
@@ -164,6 +166,8 @@ class _Run:
         self.wrote_now: set[str] = set()  # the roles this attempt wrote (not skipped as done)
         self.counts: tuple[int, int, int, dict[str, int]] | None = None
         self.route_metrics: dict[str, Any] = {}  # the route's own aggregates, from the counts' job
+        self.persist_ok = True  # False on a session that refuses persist (decided in check())
+        self.stage_table: str | None = None  # where the input is staged instead of cached
         self.warnings: list[Problem] = list(spec.warnings)
         self.flagged: Flagged
         self.alerter: RunAlerter
@@ -192,6 +196,7 @@ class _Run:
             self.log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
         self.flagged = self._flag(df)
         route.check(self.session, StructType([f for f in df.schema.fields if f.name not in route.carry]))
+        self._plan_keeping()
         if ERRORS not in route.roles and not (route.annotated and TARGET in route.roles):
             self.log.warning(
                 "error_table_disabled",
@@ -206,6 +211,38 @@ class _Run:
             quarantine_location=route.quarantine_location,
             coerce_to_drop=route.coerce_to_drop,
         )
+
+    def _plan_keeping(self) -> None:
+        """How the input is kept for the writes, decided before anything is written.
+
+        A session that refuses ``persist`` (serverless) reads a stable input again; any other
+        input is staged to a Delta table, or refused with ``SQ-V003`` when no schema for one is known.
+        """
+        spec, route, df = self.spec, self.route, self.df
+        settings = spec.settings
+        keep = settings.input_cache == "stage" or (
+            settings.input_cache != "reread" and (should_cache(df, settings) or not route.observe)
+        )
+        if not keep:
+            return
+        if settings.input_cache != "stage":
+            self.persist_ok = not persist_refused(self.session)
+            if self.persist_ok or is_stable_scan(df):
+                if not self.persist_ok:
+                    self.log.info("input_not_cached", reason="the session refuses persist; the input is read again")
+                return
+        near = spec.target_table if spec.target_table and not is_path(spec.target_table) else None
+        self.stage_table = staging_table(settings.staging_schema, near, self.run_id)
+        if self.stage_table is None:
+            raise SparkEnvironmentError(
+                "this input must be computed once for the run's writes (it reads a Delta table, joins, runs a UDF "
+                "or is not deterministic) and the session refuses persist (as serverless compute does), so it "
+                "would be staged to a Delta table; but no schema for that table is known (the target is a path). "
+                f"Set user_conf['{uc.INPUT_STAGING_SCHEMA}'] to a schema the run may write, or "
+                f"user_conf['{uc.INPUT_CACHE}'] = 'reread' if the input cannot change during the call",
+                code="SQ-V003",
+            )
+        self.log.info("input_staged", table=self.stage_table)
 
     def claim(self) -> None:
         """The run protocol's claim (after the start alert); see :func:`~spark_quarantine.run.protocol.open_run`."""
@@ -278,7 +315,9 @@ class _Run:
         has_errors, has_target = ERRORS in route.roles, TARGET in route.roles
         annotated = route.annotated and has_target
         observe = route.observe and spec.batch is None
-        cached = should_cache(flagged.df, spec.settings) or not observe
+        cached = (
+            self.stage_table is None and self.persist_ok and (should_cache(flagged.df, spec.settings) or not observe)
+        )
         input_from_target = (
             route.counts_from_target
             and observe
@@ -288,7 +327,10 @@ class _Run:
             and not flagged.dataset_metrics
             and len(flagged.rules) <= MANY_RULES
         )
-        frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
+        if self.stage_table is not None:
+            frame = stage(flagged.df, self.stage_table)  # one computation, read back by every write
+        else:
+            frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
         observation, error_observation = Observation(), Observation()
         fail_rules = [r for r in flagged.rules if r.action_if_failed is Action.FAIL and not route.coerce_to_drop]
         samples = _sample_source(route, self.session, self.run_id)
@@ -368,6 +410,8 @@ class _Run:
         finally:
             if cached:
                 _release(frame)
+            if self.stage_table is not None:
+                drop_stage(self.session, self.stage_table)
         self.alerter.finished(passed, samples)
         return RunOutcome(result=passed, kept=flagged.kept(), flagged=flagged)
 

@@ -188,7 +188,17 @@ def create_empty(spark: SparkSession, table: str, schema: StructType, *, role: s
     columns = _nullable(schema)
     assert isinstance(columns, StructType)
     statement = f"CREATE TABLE IF NOT EXISTS {name} ({columns.toDDL()}) USING delta{mapping}"
-    written(role, table, lambda: spark.sql(statement), faults=False)
+
+    def create() -> None:
+        try:
+            spark.sql(statement)
+        except Exception:
+            # Two runs creating the same table at once: both saw it missing, one created it and
+            # the other's CREATE failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION, or "already
+            # exists"). Once more, IF NOT EXISTS finds it; any other failure is raised again.
+            spark.sql(statement)
+
+    written(role, table, create, faults=False)
 
 
 def append_empty(

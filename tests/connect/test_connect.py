@@ -169,3 +169,28 @@ def test_the_cli_validates_runs_and_operates_the_dlq(spark: SparkSession, table:
     pipeline()
     target = sorted(r["id"] for r in spark.read.table(f"{table}_target").collect())
     assert target == [1, 1, 2]  # the fixed row recycled once, beside the second run's valid row
+
+
+def test_the_end_to_end_api_streams_on_the_server_and_reports_each_run(
+    spark: SparkSession, table: str, tmp_path: Path
+) -> None:
+    """A streaming input: foreachBatch runs on the server; the result of the call comes back, right."""
+    rows(spark).write.format("delta").saveAsTable(f"{table}_src")
+
+    def run() -> Any:
+        return apply_checks_and_save_in_table(
+            checks=RULES,
+            input_config=InputConfig(location=f"{table}_src", is_streaming=True),
+            output_config=OutputConfig(location=f"{table}_v", options={"checkpointLocation": str(tmp_path / "cp")}),
+            quarantine_config=OutputConfig(location=f"{table}_q"),
+        )
+
+    first = run()
+    assert (first.input_rows, first.output_rows) == (3, 1)
+    spark.createDataFrame([(4, 1.0, 1)], "id long, amount double, qty int").write.format("delta").mode(
+        "append"
+    ).saveAsTable(f"{table}_src")
+    second = run()
+    assert (second.input_rows, second.output_rows) == (1, 1)
+    assert sorted(r["id"] for r in spark.read.table(f"{table}_v").collect()) == [1, 4]
+    assert sorted(r["id"] for r in spark.read.table(f"{table}_q").collect()) == [2, 3]

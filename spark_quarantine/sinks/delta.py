@@ -192,7 +192,7 @@ def create_empty(spark: SparkSession, table: str, schema: StructType, *, role: s
     def create() -> None:
         try:
             spark.sql(statement)
-        except Exception:
+        except Exception:  # noqa: BLE001 - re-raised below unless the table now exists
             # Two runs creating the same table at once: both saw it missing, one created it and
             # the other's CREATE failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION, or "already
             # exists"). Once more, IF NOT EXISTS finds it; any other failure is raised again.

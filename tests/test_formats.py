@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -847,6 +848,15 @@ class TestCli:
         assert f"Wrote 5 rule(s) from dlt to {target}" in out
         assert target.read_text().startswith("# Converted from dlt rules in ")
         assert len(load_rules(target)) == 5
+
+    def test_convert_json_gives_the_format_the_count_and_the_notes(self, tmp_path: Path) -> None:
+        target = tmp_path / "rules.yaml"
+        code, out = cli("convert", "--from", "dlt", str(LHP_LIST), "-o", str(target), "--json")
+        document = json.loads(out)
+        assert code == 0 and document["ok"] is True and document["output"] == str(target)
+        assert (document["format"], document["rules"], len(document["notes"])) == ("dlt", 5, 5)
+        code, out = cli("convert", str(LHP_LIST), "-o", str(tmp_path / "no" / "such" / "dir.yaml"), "--json")
+        assert code == 1 and json.loads(out)["ok"] is False and "cannot write" in json.loads(out)["problem"]
 
     def test_spark_expectations_filters(self, tmp_path: Path) -> None:
         """--table-name picks the rules; without it the ambiguity fails with exit 1 and writes nothing."""

@@ -251,20 +251,35 @@ def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.formats import convert
 
     conversion = convert(args.source, args.source_format, product_id=args.product_id, table_name=args.table_name)
+    written, problem = False, None
+    if conversion.rules:
+        header = [f"# Converted from {conversion.format} rules in {args.source} by spark-quarantine convert."]
+        header += ["# Note: " + note.replace("\n", " ") for note in conversion.notes]
+        body = yaml.safe_dump({"rules": list(conversion.rules)}, sort_keys=False, allow_unicode=True, width=110)
+        try:
+            Path(args.output).write_text("\n".join(header) + "\n" + body, encoding="utf-8")
+            written = True
+        except OSError as exc:
+            problem = f"cannot write {args.output}: {exc.strerror or exc}"
+    else:
+        problem = f"No rule of {args.source} could be converted; {args.output} was not written."
+    if args.json:
+        document = {
+            "ok": written,
+            "format": conversion.format,
+            "rules": len(conversion.rules),
+            "notes": list(conversion.notes),
+            "output": args.output if written else None,
+            "problem": problem,
+        }
+        print(json.dumps(document, sort_keys=True), file=out)
+        return EXIT_OK if written else EXIT_FAILED
     if conversion.notes:
         print(f"{len(conversion.notes)} note(s) on what could not be converted as written:", file=out)
         for note in conversion.notes:
             print(f"  - {note}", file=out)
-    if not conversion.rules:
-        print(f"No rule of {args.source} could be converted; {args.output} was not written.", file=out)
-        return EXIT_FAILED
-    header = [f"# Converted from {conversion.format} rules in {args.source} by spark-quarantine convert."]
-    header += ["# Note: " + note.replace("\n", " ") for note in conversion.notes]
-    body = yaml.safe_dump({"rules": list(conversion.rules)}, sort_keys=False, allow_unicode=True, width=110)
-    try:
-        Path(args.output).write_text("\n".join(header) + "\n" + body, encoding="utf-8")
-    except OSError as exc:
-        print(f"cannot write {args.output}: {exc.strerror or exc}", file=out)
+    if not written:
+        print(problem, file=out)
         return EXIT_FAILED
     print(
         f"Wrote {len(conversion.rules)} rule(s) from {conversion.format} to {args.output}; "
@@ -323,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("-o", "--output", required=True, help="the YAML rule file to write")
     conv.add_argument("--product-id", help="Spark Expectations: keep only the rules of this product_id")
     conv.add_argument("--table-name", help="Spark Expectations: keep only the rules of this table_name")
+    conv.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     conv.set_defaults(func=cmd_convert)
 
     for register in _EXTRA_COMMANDS:

@@ -8,6 +8,7 @@ which parse them as identifiers, so a name cannot run SQL. The one statement bui
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -174,6 +175,9 @@ def _nullable(data_type: DataType) -> DataType:
     return data_type
 
 
+_CREATE_RACES = ("DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION", "TABLE_OR_VIEW_ALREADY_EXISTS", "TABLE_ALREADY_EXISTS")
+
+
 def create_empty(spark: SparkSession, table: str, schema: StructType, *, role: str) -> None:
     """Create the Delta table ``table`` (a name, or a path) with ``schema``'s columns, unless it exists.
 
@@ -192,11 +196,18 @@ def create_empty(spark: SparkSession, table: str, schema: StructType, *, role: s
     def create() -> None:
         try:
             spark.sql(statement)
-        except Exception:  # noqa: BLE001 - re-raised below unless the table now exists
+        except AnalysisException as exc:
             # Two runs creating the same table at once: both saw it missing, one created it and
-            # the other's CREATE failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION, or "already
-            # exists"). Once more, IF NOT EXISTS finds it; any other failure is raised again.
-            spark.sql(statement)
+            # the other's CREATE failed (its location is no longer empty, or the name is taken).
+            # Once the winner has registered it, the table is what this call wanted. Any other
+            # failure, or a location that stays a non-table, stands.
+            if is_path(table) or (exc.getCondition() or "") not in _CREATE_RACES:
+                raise
+            for _ in range(10):
+                if table_exists(spark, table):
+                    return
+                time.sleep(0.1)
+            raise
 
     written(role, table, create, faults=False)
 

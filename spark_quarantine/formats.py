@@ -284,7 +284,36 @@ def convert(
         rules = _convert_dqx(data, notes)
     else:
         rules = _convert_dlt(data, notes)
-    return Conversion(rules=tuple(rules), notes=tuple(notes), format=fmt)
+    return Conversion(rules=tuple(_unique_names(rules, fmt, notes)), notes=tuple(notes), format=fmt)
+
+
+def _unique_names(rules: list[dict[str, Any]], fmt: str, notes: list[str]) -> list[dict[str, Any]]:
+    """Names repeated in a format that allows it, made unique (``<name>_2``, ...) with a note.
+
+    Our own format refuses a repeated name (``SQ-R010``); a converted rule set keeps every rule.
+    A rule without a name keeps none: its automatic name is made unique when it is loaded.
+    """
+    taken = {str(r["name"]) for r in rules if isinstance(r.get("name"), str)}
+    seen: set[str] = set()
+    unique: list[dict[str, Any]] = []
+    for rule in rules:
+        name = rule.get("name")
+        if not isinstance(name, str) or name not in seen:
+            if isinstance(name, str):
+                seen.add(name)
+            unique.append(rule)
+            continue
+        n = 2
+        while f"{name}_{n}" in taken or f"{name}_{n}" in seen:
+            n += 1
+        new = f"{name}_{n}"
+        seen.add(new)
+        notes.append(
+            f"Two {fmt} rules are named {name!r} ({fmt} allows it; spark_quarantine names are unique): "
+            f"this one is named {new!r}."
+        )
+        unique.append({**rule, "name": new})
+    return unique
 
 
 # ---------------------------------------------------------------------------- Spark Expectations

@@ -10,7 +10,13 @@ from typing import Any, Union
 from spark_quarantine import user_config as uc
 from spark_quarantine.config import parse_user_conf
 from spark_quarantine.errors import Problem, RuleValidationError
-from spark_quarantine.rules import Rule, duplicate_name_problems, parse_rule_dicts, read_rule_file
+from spark_quarantine.rules import (
+    Rule,
+    duplicate_name_problems,
+    parse_rule_dicts,
+    read_rule_file,
+    unique_automatic_names,
+)
 
 __all__ = ["RuleSource", "load_rules"]
 
@@ -99,6 +105,7 @@ def load_rules(
                 f"of Rule objects, found {type(source).__name__}",
             )
         )
+    rules = unique_automatic_names(rules)
     problems.extend(duplicate_name_problems(rules))
     if not problems and not rules:
         problems.append(Problem("SQ-R014", f"no rules found in {label}; a rule set needs at least one rule"))

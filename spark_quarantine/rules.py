@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,9 @@ class Rule:
     message: str | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
+    #: False when the name was made from the check (no ``name:`` given): such a name is made
+    #: unique within its rule set instead of being refused as a duplicate.
+    named: bool = field(default=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Coerce plain strings so Rule(name=..., action_if_failed="drop") works from Python.
@@ -360,6 +363,7 @@ def _parse_entry(
             problem(code, message, "check")
     elif "name" in values and "expectation" in values:
         expanded = [(values["name"].strip(), values["expectation"].strip(), None, None)]
+    named = bool(values.get("name"))
 
     if problems or action is None or not expanded:
         return [], problems
@@ -379,6 +383,7 @@ def _parse_entry(
             message=message,
             source=file,
             line=_line_of(entry),
+            named=named,
         )
         for rule_name, expectation, message, spec in expanded
     ]
@@ -434,6 +439,28 @@ def _resolve_argument(value: Any, params: Mapping[str, Any]) -> Any:
         except TokenError:
             return value
     return value
+
+
+def unique_automatic_names(rules: Sequence[Rule]) -> list[Rule]:
+    """Rules whose names were made from their checks, renamed ``<name>_2``, ``_3``, ... where taken.
+
+    A name someone wrote is never changed (two of those are still a duplicate, ``SQ-R010``);
+    an automatic one that meets a written one, or an earlier automatic one, takes the next free
+    suffix in rule order, so the same rule set always gets the same names.
+    """
+    written = {r.name for r in rules if r.named}
+    seen: set[str] = set()
+    unique: list[Rule] = []
+    for rule in rules:
+        name = rule.name
+        if not rule.named:
+            n = 1
+            while name in written or name in seen:
+                n += 1
+                name = f"{rule.name}_{n}"
+        seen.add(name)
+        unique.append(rule if name == rule.name else replace(rule, name=name))
+    return unique
 
 
 def duplicate_name_problems(rules: Sequence[Rule]) -> list[Problem]:

@@ -195,3 +195,50 @@ rules:
             load_rules([{"name": "a", "expectation": "x > 0"}])
         assert info.value.code == "SQ-R006"
         assert "action_if_failed" in str(info.value)
+
+
+class TestNames:
+    """A name made from a check is unique within its rule set; a name someone wrote is never changed."""
+
+    @staticmethod
+    def unnamed(column: str) -> dict[str, object]:
+        return {"check": {"function": "is_not_null", "arguments": {"column": column}}, "action_if_failed": "drop"}
+
+    def test_two_unnamed_checks_of_one_column_get_a_stable_suffix(self) -> None:
+        rules = load_rules([self.unnamed("id"), self.unnamed("id"), self.unnamed("amount"), self.unnamed("id")])
+        assert [r.name for r in rules] == [
+            "id_is_not_null",
+            "id_is_not_null_2",
+            "amount_is_not_null",
+            "id_is_not_null_3",
+        ]
+        again = load_rules([self.unnamed("id"), self.unnamed("id"), self.unnamed("amount"), self.unnamed("id")])
+        assert [r.name for r in again] == [r.name for r in rules]
+
+    def test_a_written_name_keeps_its_name_and_the_automatic_one_moves_aside(self) -> None:
+        written = {"name": "id_is_not_null", "expectation": "id > 0", "action_if_failed": "drop"}
+        rules = load_rules([self.unnamed("id"), written])
+        assert [r.name for r in rules] == ["id_is_not_null_2", "id_is_not_null"]
+        assert rules[1].expectation == "id > 0"
+
+    def test_two_written_names_are_still_a_duplicate(self) -> None:
+        written = {"name": "a", "expectation": "id > 0", "action_if_failed": "drop"}
+        with pytest.raises(RuleValidationError) as info:
+            load_rules([written, written])
+        assert [p.code for p in info.value.problems] == ["SQ-R010"]
+
+    def test_a_foreign_format_that_allows_repeated_names_converts_them_unique_with_a_note(self) -> None:
+        from spark_quarantine.formats import convert
+
+        check = {"function": "is_not_null", "arguments": {"column": "id"}}
+        dqx = [
+            {"name": "id_ok", "criticality": "error", "check": check},
+            {"name": "id_ok", "criticality": "warn", "check": check},
+            {"criticality": "error", "check": check},
+            {"criticality": "error", "check": check},
+        ]
+        conversion = convert(dqx, "dqx")
+        assert [r.get("name") for r in conversion.rules][:2] == ["id_ok", "id_ok_2"]
+        assert any("'id_ok'" in note and "'id_ok_2'" in note for note in conversion.notes)
+        rules = load_rules(dqx, format="dqx")
+        assert [r.name for r in rules] == ["id_ok", "id_ok_2", "id_is_not_null", "id_is_not_null_2"]

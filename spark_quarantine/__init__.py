@@ -46,6 +46,7 @@ from spark_quarantine.errors import (  # noqa: E402
     SparkQuarantineError,
     TableWriteError,
 )
+from spark_quarantine.in_memory import apply_checks, apply_checks_and_split  # noqa: E402
 from spark_quarantine.loading import load_rules  # noqa: E402
 from spark_quarantine.result import RunResult  # noqa: E402
 from spark_quarantine.rules import Action, Priority, Rule  # noqa: E402
@@ -80,9 +81,11 @@ __all__ = [
     "TableRun",
     "TableWriteError",
     "__version__",
+    "apply_checks",
     "apply_checks_and_save_in_table",
     "apply_checks_and_save_in_tables",
     "apply_checks_and_save_in_tables_for_patterns",
+    "apply_checks_and_split",
     "apply_checks_by_metadata_and_save_in_table",
     "close_unfinished_run",
     "create_dlq_tables",

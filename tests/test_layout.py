@@ -22,7 +22,7 @@ LAYERS: dict[str, int] = {
     "evaluate": 4,
     "sinks": 5,
     "run": 6,
-    **dict.fromkeys(["decorator", "end_to_end", "dlq", "testing"], 7),
+    **dict.fromkeys(["decorator", "end_to_end", "dlq", "testing", "in_memory"], 7),
     "cli": 8,
 }
 FACE = 9  # spark_quarantine/__init__.py and the demo script

@@ -10,6 +10,7 @@ error-table metadata only for rows that failed.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -789,6 +790,8 @@ def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
             ("priority", rule.priority.value),
         ):
             pairs += [F.lit(key), F.lit(value)]
+        if rule.user_metadata:  # DQX's user_metadata, as one JSON object in the result's map
+            pairs += [F.lit("user_metadata"), F.lit(json.dumps(dict(rule.user_metadata), sort_keys=True))]
         if message:
             pairs += [F.lit("message"), F.coalesce(F.expr(message), F.lit(rule.expectation))]
         entry = F.array(F.create_map(*pairs))

@@ -563,7 +563,13 @@ def _convert_dqx(data: Any, notes: list[str]) -> list[dict[str, Any]]:
         raise FormatError(f"DQX checks are a list of checks, found {type(data).__name__}")
     rules: list[dict[str, Any]] = []
     for index, item in enumerate(data, start=1):
-        rules += _dqx_rules(item, index, notes)
+        converted = _dqx_rules(item, index, notes)
+        metadata = item.get("user_metadata") if isinstance(item, Mapping) else None
+        if isinstance(metadata, Mapping) and metadata:  # carried into every result row and alert
+            converted = [{**rule, "user_metadata": _plain(metadata)} for rule in converted]
+        elif metadata:
+            notes.append(f"DQX check #{index}: its user_metadata is not a mapping and was left out.")
+        rules += converted
     return rules
 
 
@@ -589,8 +595,6 @@ def _dqx_rules(item: Any, index: int, notes: list[str]) -> list[dict[str, Any]]:
     for key in check:
         if key not in _DQX_CHECK_KEYS:
             notes.append(f"{label}: its check key '{key}' has no spark_quarantine equivalent and was left out.")
-    if item.get("user_metadata"):
-        notes.append(f"{label}: its user_metadata has no spark_quarantine equivalent and was left out.")
     if function in _DQX_OTHER_DATASET_CHECKS:
         notes.append(f"{label}: {function} is a DQX dataset-level check spark_quarantine has no equivalent for.")
         return []

@@ -13,16 +13,19 @@ from spark_quarantine.problems import Problem
 __all__ = ["RunResult"]
 
 
-class _ReadOnlyDict(dict[str, int]):
-    """A dict that refuses changes: ``dataclasses.asdict`` and pickle take it, unlike a mappingproxy."""
+class ReadOnlyDict(dict[str, Any]):
+    """A dict that refuses changes: ``dataclasses.asdict`` and (cloud)pickle take it, unlike a mappingproxy."""
 
     def _refuse(self, *_: object, **__: object) -> NoReturn:
-        raise TypeError("RunResult.rule_failures cannot be changed")
+        raise TypeError("this mapping is read-only (RunResult.rule_failures, Rule.user_metadata)")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_ReadOnlyDict, (dict(self),))
+        return (ReadOnlyDict, (dict(self),))
+
+
+_ReadOnlyDict = ReadOnlyDict
 
 
 @dataclass(frozen=True)

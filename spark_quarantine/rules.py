@@ -18,6 +18,7 @@ from typing import Any
 from spark_quarantine._yaml import LineDict, YamlProblem
 from spark_quarantine._yaml import load as load_yaml
 from spark_quarantine.errors import Problem, RuleValidationError
+from spark_quarantine.result import ReadOnlyDict
 from spark_quarantine.tokens import TokenError, resolve_tokens
 
 __all__ = ["Action", "Priority", "Rule", "RuleSet", "parse_rule_dicts", "read_rule_file"]
@@ -74,11 +75,17 @@ class Rule:
     #: False when the name was made from the check (no ``name:`` given): such a name is made
     #: unique within its rule set instead of being refused as a duplicate.
     named: bool = field(default=True, compare=False, repr=False)
+    #: Names to text, as DQX's ``user_metadata``: in every result row of the rule
+    #: (``meta_row_dq_results``' ``user_metadata`` entry, JSON) and in its alerts.
+    user_metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         # Coerce plain strings so Rule(name=..., action_if_failed="drop") works from Python.
         object.__setattr__(self, "action_if_failed", Action(self.action_if_failed))
         object.__setattr__(self, "priority", Priority(self.priority))
+        # A read-only copy, in key order: the same metadata is the same rule, whatever its order.
+        metadata = ReadOnlyDict({str(k): str(v) for k, v in sorted(dict(self.user_metadata).items())})
+        object.__setattr__(self, "user_metadata", metadata)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, params: Mapping[str, Any] | None = None) -> Rule:
@@ -106,6 +113,7 @@ class Rule:
                 else {}
             ),
             **({"filter": self.filter} if self.filter else {}),
+            **({"user_metadata": dict(self.user_metadata)} if self.user_metadata else {}),
         }
 
     @property
@@ -144,6 +152,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "error_drop_threshold": ((int, float), "a number from 0 to 100"),
     "check": (Mapping, "a mapping with 'function' and 'arguments'"),
     "filter": (str, "a Spark SQL boolean expression"),
+    "user_metadata": (Mapping, "a mapping of names to text (carried into every result row and alert)"),
 }
 _REQUIRED = ("name", "expectation")
 _CHECK_KEYS = ("function", "arguments", "for_each_column")
@@ -355,6 +364,16 @@ def _parse_entry(
 
     if "filter" in values and not values["filter"].strip():
         problem("SQ-R011", "'filter' is empty", "filter")
+    metadata: dict[str, str] = {}
+    for key, value in dict(values.get("user_metadata") or {}).items():
+        if isinstance(value, (dict, list)) or value is None:
+            problem(
+                "SQ-R007",
+                f"'user_metadata' values must be text, numbers or booleans, found {_type_name(value)} for {key!r}",
+                "user_metadata",
+            )
+        else:
+            metadata[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
 
     expanded: list[tuple[str, str, str | None, CheckSpec | None]] = []
     if has_check and "check" in values:
@@ -384,6 +403,7 @@ def _parse_entry(
             source=file,
             line=_line_of(entry),
             named=named,
+            user_metadata=metadata,
         )
         for rule_name, expectation, message, spec in expanded
     ]

@@ -444,6 +444,7 @@ class TestDqx:
                     "arguments": {"column": "status", "allowed": ["new", "paid", "shipped", "cancelled"]},
                 },
                 "action_if_failed": "ignore",
+                "user_metadata": {"check_category": "validity", "responsible_data_steward": "someone@example.com"},
             },
             {
                 "name": "amount_in_range",
@@ -482,7 +483,6 @@ class TestDqx:
             },
         )
         assert conversion.notes == (
-            "DQX check #4 (is_in_list): its user_metadata has no spark_quarantine equivalent and was left out.",
             "DQX check #7 (sql_expression): DQX passes a row whose expression is NULL, so it became "
             "coalesce((expression), true).",
             "DQX check #10 (compare_datasets): compare_datasets is a DQX dataset-level check spark_quarantine "

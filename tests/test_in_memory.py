@@ -119,3 +119,41 @@ def test_a_whole_dataset_aggregate_needs_a_run_and_says_so(df: DataFrame) -> Non
 def test_not_a_dataframe_is_sq_p001() -> None:
     with pytest.raises(InvalidParameterError):
         apply_checks([1, 2], RULES)  # type: ignore[arg-type]
+
+
+def test_user_metadata_is_carried_into_every_result_row_and_alert(df: DataFrame) -> None:
+    """DQX's user_metadata: in the rule, in each failing row's result map (JSON), in the rule's alert breach."""
+    import json
+    import pickle
+
+    from spark_quarantine import RunResult, load_rules
+    from spark_quarantine.alerts.thresholds import breaches
+
+    checks = [
+        {
+            "criticality": "error",
+            "check": {"function": "is_not_null", "arguments": {"column": "id"}},
+            "user_metadata": {"steward": "ops@example.com", "tier": 1},
+        }
+    ]
+    (rule,) = load_rules(checks, format="dqx")
+    assert dict(rule.user_metadata) == {"steward": "ops@example.com", "tier": "1"}
+    assert pickle.loads(pickle.dumps(rule)) == rule  # noqa: S301 - our own bytes; rules travel to foreachBatch
+    annotated = apply_checks(df, checks)
+    (row,) = [r for r in annotated.collect() if r["meta_row_dq_results"]]
+    assert json.loads(row["meta_row_dq_results"][0]["user_metadata"]) == {"steward": "ops@example.com", "tier": "1"}
+    result = RunResult("r", "passed", 5, 4, 1, 1, {rule.name: 1})
+    (breach,) = breaches(result, [rule], min_priority="low")
+    assert breach.to_dict()["user_metadata"] == {"steward": "ops@example.com", "tier": "1"}
+
+
+def test_user_metadata_in_our_format_takes_text_and_refuses_nesting() -> None:
+    from spark_quarantine import load_rules
+
+    base = {"name": "a", "expectation": "id > 0", "action_if_failed": "drop"}
+    (rule,) = load_rules([{**base, "user_metadata": {"owner": "ops", "critical": True}}])
+    assert dict(rule.user_metadata) == {"critical": "true", "owner": "ops"}
+    assert rule.to_dict()["user_metadata"] == {"critical": "true", "owner": "ops"}
+    with pytest.raises(RuleValidationError) as info:
+        load_rules([{**base, "user_metadata": {"owner": ["a", "b"]}}])
+    assert [p.code for p in info.value.problems] == ["SQ-R007"]

@@ -107,7 +107,7 @@ class RuleBreach:
 
     ``threshold`` is the rule's own drop threshold in percent (``None`` when it has none);
     ``priority`` and ``action`` are the rule's (``low``/``medium``/``high`` and
-    ``drop``/``ignore``/``fail``).
+    ``drop``/``ignore``/``fail``); ``user_metadata`` is the rule's (names to text, as in DQX).
     """
 
     name: str
@@ -116,10 +116,12 @@ class RuleBreach:
     threshold: float | None = None
     priority: str = "medium"
     action: str = "drop"
+    user_metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "priority", _choice(self.priority, PRIORITIES, "RuleBreach.priority"))
         object.__setattr__(self, "action", _choice(self.action, ("drop", "ignore", "fail"), "RuleBreach.action"))
+        object.__setattr__(self, "user_metadata", {str(k): str(v) for k, v in dict(self.user_metadata).items()})
 
     def to_dict(self) -> dict[str, Any]:
         """This breach as a JSON-ready dict (the items of ``breaching_rules`` in :meth:`Alert.to_dict`)."""
@@ -130,6 +132,8 @@ class RuleBreach:
             "threshold": self.threshold,
             "priority": self.priority,
             "action": self.action,
+            # the rule's user_metadata, when it has any (payloads without it stay as they were)
+            **({"user_metadata": dict(self.user_metadata)} if self.user_metadata else {}),
         }
 
     def summary(self) -> str:

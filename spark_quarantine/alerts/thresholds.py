@@ -52,6 +52,7 @@ def breaches(
                 threshold=rule.error_drop_threshold if rule.enable_error_drop_alert else None,
                 priority=rule.priority.value,
                 action=rule.action_if_failed.value,
+                user_metadata=dict(rule.user_metadata),
             )
         )
     return sorted(found, key=lambda b: (-b.failed_rows, b.name))

@@ -651,10 +651,8 @@ def _dqx_row_rules(
     notes: list[str],
 ) -> list[dict[str, Any]]:
     """A DQX row check as our built-in of the same name, its arguments read as DQX reads them."""
-    problem = _dqx_column_problem(arguments, for_each) or _dqx_literal_problem(arguments)
-    if problem:
-        notes.append(f"{label}: {problem}, so it was not converted.")
-        return []
+    for_each = _dqx_columns(arguments, for_each)
+    _dqx_limits(arguments)
     if function == "sql_expression" and isinstance(arguments.get("expression"), str):
         # DQX fails a row only when the expression is FALSE (TRUE with negate); ours fails NULL too.
         default = "false" if arguments.get("negate") else "true"
@@ -673,35 +671,49 @@ def _dqx_row_rules(
     return [_check_rule(name, function, arguments, for_each, action, row_filter)]
 
 
+def _dqx_columns(arguments: dict[str, Any], for_each: Any) -> Any:
+    """DQX reads every column argument as SQL: a plain name stays a name, anything else is ``{sql: ...}``.
+
+    Returns ``for_each`` with its expressions marked the same way (``arguments`` changes in place).
+    """
+    for key in ("column", "column1", "column2", "country_column"):
+        if isinstance(arguments.get(key), str):
+            arguments[key] = _dqx_column(arguments[key])
+    if isinstance(for_each, list):
+        return [_dqx_column(c) if isinstance(c, str) else c for c in for_each]
+    return for_each
+
+
 def _dqx_column_problem(arguments: Mapping[str, Any], for_each: Any) -> str | None:
+    """Dataset checks take column names only: what is not one, said."""
     columns = [c for item in for_each for c in (item if isinstance(item, list) else [item])] if for_each else []
     columns += [arguments[k] for k in ("column", "column1", "column2") if k in arguments]
     if isinstance(arguments.get("columns"), list):
         columns += arguments["columns"]
     for column in columns:
         if isinstance(column, str) and not _COLUMN_NAME.match(column.strip()):
-            return (
-                f"its column {column!r} is an expression, which DQX allows and spark_quarantine's checks do "
-                "not (write it as a sql_expression check)"
-            )
+            return f"its column {column!r} is an expression, and spark_quarantine's dataset checks take column names"
     return None
 
 
-def _dqx_literal_problem(arguments: dict[str, Any]) -> str | None:
-    """Turn DQX's SQL-text limits into the literal values ours take, in place; say what cannot be."""
+def _dqx_column(text: str) -> Any:
+    return text.strip() if _COLUMN_NAME.match(text.strip()) else {"sql": text.strip()}
+
+
+def _dqx_limits(arguments: dict[str, Any]) -> None:
+    """DQX's rule for a string limit, value or base timestamp, in place (``get_limit_expr``).
+
+    A number in text or 'quoted' text, or an ISO date or timestamp is the literal it reads as;
+    any other string is SQL (a column such as ``col2``, or ``col2 * 2``) and becomes ``{sql: ...}``.
+    List items (``allowed``, ``forbidden``) stay literals, 'quoted' ones unquoted.
+    """
     for key in _DQX_LIMIT_ARGUMENTS:
         if isinstance(arguments.get(key), str):
             value = _dqx_literal(arguments[key])
-            if value is None:
-                return (
-                    f"its {key} {arguments[key]!r} is a column or SQL expression in DQX, and spark_quarantine's "
-                    "limits are literal values (write it as a sql_expression check)"
-                )
-            arguments[key] = value
+            arguments[key] = {"sql": arguments[key].strip()} if value is None else value
     for key in ("allowed", "forbidden"):
         if isinstance(arguments.get(key), list):
             arguments[key] = [_unquoted(item) for item in arguments[key]]
-    return None
 
 
 def _dqx_literal(text: str) -> Any:

@@ -430,8 +430,8 @@ def _expand_check(
         return [], problems
     arguments = {str(k): _resolve_argument(v, params) for k, v in arguments.items()}
     columns = raw.get("for_each_column")
-    if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
-        problems.append(("SQ-R007", "'check.for_each_column' must be a list of column names"))
+    if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) or _is_sql(c) for c in columns)):
+        problems.append(("SQ-R007", "'check.for_each_column' must be a list of column names (or {sql: ...})"))
         return [], problems
     targets: list[dict[str, Any]] = [{**arguments, "column": c} for c in columns] if columns else [arguments]
     expanded: list[tuple[str, str, str | None, CheckSpec | None]] = []
@@ -443,13 +443,24 @@ def _expand_check(
             problems.append((code, str(getattr(exc, "message", exc))))
             continue
         if name and columns:
-            rule_name = f"{name}_{args['column']}"
+            rule_name = f"{name}_{column_label(args['column'])}"
         elif name:
             rule_name = name.strip()
         else:
             rule_name = compiled.default_name
         expanded.append((rule_name, compiled.expectation, compiled.message, CheckSpec(function.strip(), args)))
     return expanded, problems
+
+
+def _is_sql(value: Any) -> bool:
+    return isinstance(value, Mapping) and set(value) == {"sql"}
+
+
+def column_label(column: Any) -> str:
+    """A column argument as a name part: the name, or an expression's text as DQX normalises it."""
+    if _is_sql(column):
+        return re.sub("[^a-zA-Z0-9]+", "_", str(column["sql"]).lower()).strip("_") or "expression"
+    return str(column)
 
 
 def _resolve_argument(value: Any, params: Mapping[str, Any]) -> Any:

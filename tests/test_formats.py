@@ -6,17 +6,17 @@ import datetime
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_quarantine import load_rules
+from spark_quarantine import RuleValidationError, load_rules
 from spark_quarantine import user_config as uc
 from spark_quarantine.cli import main
-from spark_quarantine.evaluate import flag_rows
+from spark_quarantine.evaluate import check_rules_against, flag_rows
 from spark_quarantine.formats import (
     FORMATS,
     Conversion,
@@ -588,8 +588,9 @@ class TestDqx:
             "coalesce((expression), false).",
         )
 
-    def test_expressions_where_ours_take_literals_or_names_are_noted(self) -> None:
-        """A column or limit that is SQL in DQX, a DQX check we lack, or arguments ours refuse: each a note."""
+    def test_expressions_convert_as_sql_and_what_ours_lack_is_noted(self) -> None:
+        """A column or limit that is SQL in DQX becomes {sql: ...}; a DQX check we lack, or arguments ours
+        refuse: each a note."""
         checks = [
             {"check": {"function": "is_not_less_than", "arguments": {"column": "a", "limit": "b * 2"}}},
             {"check": {"function": "is_not_null", "arguments": {"column": "try_element_at(m, 'k')"}}},
@@ -597,18 +598,16 @@ class TestDqx:
             {"check": {"function": "is_in_range", "arguments": {"column": "a"}}},
         ]
         conversion = convert(checks)
-        assert conversion.rules == ()
-        assert conversion.notes[:3] == (
-            "DQX check #1 (is_not_less_than): its limit 'b * 2' is a column or SQL expression in DQX, and "
-            "spark_quarantine's limits are literal values (write it as a sql_expression check), "
-            "so it was not converted.",
-            "DQX check #2 (is_not_null): its column \"try_element_at(m, 'k')\" is an expression, which DQX allows and "
-            "spark_quarantine's checks do not (write it as a sql_expression check), so it was not converted.",
+        assert [r["check"]["arguments"] for r in conversion.rules] == [
+            {"column": "a", "limit": {"sql": "b * 2"}},
+            {"column": {"sql": "try_element_at(m, 'k')"}},
+        ]
+        assert conversion.notes[0] == (
             "DQX check #3 (is_older_than_col2_for_n_days): DQX's is_older_than_col2_for_n_days has no "
-            "spark_quarantine built-in, so it was not converted.",
+            "spark_quarantine built-in, so it was not converted."
         )
-        assert conversion.notes[3].startswith("DQX check #4 (is_in_range): check 'is_in_range': ")
-        assert conversion.notes[3].endswith("; not converted.")
+        assert conversion.notes[1].startswith("DQX check #4 (is_in_range): check 'is_in_range': ")
+        assert conversion.notes[1].endswith("; not converted.")
 
     def test_what_cannot_convert_is_noted(self) -> None:
         """A bad criticality, a missing function, unknown keys and a custom function each get a note."""
@@ -902,3 +901,85 @@ class TestCli:
         assert info.value.code == 0
         text = capsys.readouterr().out
         assert all(option in text for option in ("--from", "--output", "--product-id", "--table-name"))
+
+
+class TestDqxExpressionArguments:
+    """DQX's rule for a literal and a column: a string limit that is not a number, a 'quoted' string or an ISO
+    time is SQL, and a column may be an expression. Converted, run, and failing exactly the rows DQX fails."""
+
+    EXPECTED: ClassVar[list[list[int]]] = [
+        [2],
+        [2],
+        [2],
+        [],
+        [],
+        [2],
+        [2],
+        [],
+        [2],
+        [],
+        [2],
+        [2],
+        [],
+        [],
+        [2],
+        [],
+        [2],
+        [],
+    ]
+
+    @staticmethod
+    def frame(spark: SparkSession) -> DataFrame:
+        schema = (
+            "id int, col1 string, col2 int, col3 int, col4 array<int>, col5 date, col6 timestamp, "
+            "col7 map<string,int>, col8 struct<field1: int>, col10 int"
+        )
+        good = (
+            1,
+            "a",
+            5,
+            5,
+            [1, 2, 3],
+            datetime.date(2025, 1, 10),
+            datetime.datetime(2025, 1, 10),
+            {"key1": 1},
+            (1,),
+            2,
+        )
+        bad = (2, "b", 5, 20, [0, 20], datetime.date(2024, 1, 1), datetime.datetime(2025, 1, 10), {}, (2,), 2)
+        return spark.createDataFrame([good, bad], schema)
+
+    def test_every_entry_converts_with_its_expressions_marked_as_sql(self) -> None:
+        conversion = convert(DATA / "dqx_expression_arguments.yaml")
+        assert conversion.notes == ()
+        first = conversion.rules[0]["check"]["arguments"]
+        assert first == {"column": "col3", "min_limit": {"sql": "col2"}, "max_limit": {"sql": "col2 * 2"}}
+        assert conversion.rules[6]["check"]["arguments"]["column"] == {"sql": "try_element_at(col7, 'key1')"}
+        assert conversion.rules[-1]["check"]["arguments"]["value"] == "unknown"
+
+    def test_the_rows_that_fail_are_those_dqx_fails(self, spark: SparkSession) -> None:
+        from spark_quarantine import apply_checks
+
+        rules = load_rules(DATA / "dqx_expression_arguments.yaml")
+        assert len(rules) == len(self.EXPECTED)
+        annotated = apply_checks(self.frame(spark), rules).collect()
+        failing = {rule.name: [] for rule in rules}
+        for row in annotated:
+            for result in row["meta_row_dq_results"]:
+                failing[result["rule"]].append(row["id"])
+        assert [failing[rule.name] for rule in rules] == self.EXPECTED
+        assert [r.name for r in rules][6] == "try_element_at_col7_key1_is_not_null"
+
+    def test_an_expression_naming_a_missing_column_is_refused_before_any_job(self, spark: SparkSession) -> None:
+        checks = [
+            {
+                "criticality": "error",
+                "check": {
+                    "function": "is_in_range",
+                    "arguments": {"column": "col3", "min_limit": "colx", "max_limit": 9},
+                },
+            }
+        ]
+        with pytest.raises(RuleValidationError) as info:
+            check_rules_against(self.frame(spark), load_rules(checks, format="dqx"))
+        assert [p.code for p in info.value.problems] == ["SQ-R021"]

@@ -436,8 +436,27 @@ class _Col:
     display: str
 
 
+def sql_argument(value: Any, argument: str = "sql") -> str | None:
+    """The SQL text of an argument written ``{sql: "<expression>"}``, else None.
+
+    That form makes a column, a limit, a value or a reference time a Spark SQL expression of
+    the row (``{sql: col2 * 2}``, ``{sql: "try_element_at(col7, 'key1')"}``); every other value
+    is a literal. The expression is spliced in parentheses and analysed against the
+    DataFrame's schema with the rest of the rule, before any job.
+    """
+    if isinstance(value, Mapping) and set(value) == {"sql"}:
+        text = value["sql"]
+        if isinstance(text, str) and text.strip():
+            return text.strip()
+        raise _ArgumentError("{sql: <a non-empty Spark SQL expression>}", value, argument)
+    return None
+
+
 def _column(value: Any, argument: str = "column") -> _Col:
     try:
+        expression = sql_argument(value, argument)
+        if expression is not None:
+            return _Col(f"({expression})", expression)
         return _Col(quote_ident(value), value)
     except _ArgumentError as exc:
         raise exc.for_argument(argument) from None
@@ -451,6 +470,9 @@ def _unquoted(value: Any) -> Any:
 
 
 def _literal(value: Any, argument: str, expected: str, types: tuple[type, ...]) -> str:
+    expression = sql_argument(value, argument)
+    if expression is not None:
+        return f"({expression})"
     if value is None or (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         raise _ArgumentError(expected, value, argument)
     try:
@@ -470,7 +492,10 @@ def _limit(value: Any, argument: str) -> str:
 
 
 def _show(value: Any) -> str:
-    """How a literal reads in a message."""
+    """How a literal (or a ``{sql: ...}`` expression, by its text) reads in a message."""
+    expression = sql_argument(value)
+    if expression is not None:
+        return expression
     value = _unquoted(value)
     if isinstance(value, datetime.datetime):
         return value.isoformat(sep=" ")
@@ -533,6 +558,9 @@ def _timestamp(value: Any, argument: str) -> tuple[str, str]:
     """(SQL, shown) for a reference timestamp: a literal, or the current timestamp when None."""
     if value is None:
         return "current_timestamp()", "the current timestamp"
+    expression = _sql_of(value, argument)
+    if expression is not None:
+        return f"try_to_timestamp({expression})", expression
     if isinstance(value, str):
         try:
             value = datetime.datetime.fromisoformat(value)
@@ -545,10 +573,18 @@ def _timestamp(value: Any, argument: str) -> tuple[str, str]:
     raise _ArgumentError("a timestamp, a date or an ISO timestamp string", value, argument)
 
 
+def _sql_of(value: Any, argument: str) -> str | None:
+    expression = sql_argument(value, argument)
+    return None if expression is None else f"({expression})"
+
+
 def _date(value: Any, argument: str) -> tuple[str, str]:
     """(SQL, shown) for a reference date: a literal, or the current date when None."""
     if value is None:
         return "current_date()", "the current date"
+    expression = _sql_of(value, argument)
+    if expression is not None:
+        return f"try_to_date({expression})", expression
     if isinstance(value, str):
         try:
             value = datetime.date.fromisoformat(value)
@@ -916,15 +952,19 @@ def _tolerances(value: Any, abs_tolerance: Any, rel_tolerance: Any) -> tuple[flo
         if not math.isfinite(number) or number < 0:
             raise _ArgumentError("a number of at least 0, or null", tolerance, argument)
         found.append(number)
-    if any(found) and (isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal))):
-        raise _ArgumentError("a number when a tolerance is given", value, "value")
+    numeric = sql_argument(value) is not None or (
+        not isinstance(value, bool) and isinstance(value, (int, float, decimal.Decimal))
+    )
+    if any(found) and not numeric:
+        raise _ArgumentError("a number when a tolerance is given (or {sql: ...})", value, "value")
     return found[0], found[1]
 
 
 def _within(col: _Col, value: Any, abs_tol: float, rel_tol: float) -> str:
     """SQL: the column is within either tolerance of ``value`` (in DOUBLE; NULL for a non-number)."""
     number = f"try_cast({col.sql} AS DOUBLE)"
-    target = sql_literal(float(value))
+    expression = sql_argument(value)
+    target = f"try_cast(({expression}) AS DOUBLE)" if expression is not None else sql_literal(float(value))
     diff = f"abs({number} - {target})"
     tests = []
     if abs_tol:

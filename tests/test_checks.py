@@ -91,7 +91,8 @@ def given(function: str, passes: bool, *, says: str | None = None, **kwargs: Any
     assert len(typed) == 1, f"give exactly one of {sorted(TYPED)}"
     column = typed[0]
     value = kwargs.pop(column)
-    arguments = kwargs if function == "sql_expression" else {"column": column, **kwargs}
+    key = "column1" if function == "is_older_than_col2_for_n_days" else "column"
+    arguments = kwargs if function == "sql_expression" else {key: column, **kwargs}
     return Case(function, arguments, column, value, passes, says)
 
 
@@ -158,6 +159,62 @@ class TestNullAndEmptinessChecks:
                 given("is_not_null_and_not_empty_array", False, arr=None, says="arr is NULL"),
             ],
         )
+
+
+class TestChecksDqxHasAndWeAdded:
+    """is_empty, is_null_or_empty, is_valid_national_id, is_older_than_col2_for_n_days, is_latitude and
+    is_longitude: DQX's semantics, NULL passing as in DQX."""
+
+    def test_each_check_judges_values_and_null_as_dqx_does(self, spark: SparkSession) -> None:
+        later = {"sql": "DATE'2024-06-10'"}
+        assert_cases(
+            spark,
+            [
+                given("is_empty", True, s=""),
+                given("is_empty", True, s=None),
+                given("is_empty", False, s="a", says="s = 'a' is not empty"),
+                given("is_empty", True, s="  ", trim_strings=True),
+                given("is_null_or_empty", True, s=None),
+                given("is_null_or_empty", True, s=""),
+                given("is_null_or_empty", False, s="x", says="is neither NULL nor empty"),
+                given("is_valid_national_id", True, s="123-45-6789"),
+                given("is_valid_national_id", True, s="123456789"),
+                given("is_valid_national_id", False, s="123-456789", says="is not a valid US national id"),
+                given("is_valid_national_id", False, s="666-45-6789"),
+                given("is_valid_national_id", True, s=None),
+                given("is_valid_national_id", True, s="AB 12 34 56 C", country="GB"),
+                given("is_valid_national_id", False, s="BG123456C", country="GB"),
+                given("is_valid_national_id", True, s="ABCPE1234F", country="in"),
+                given("is_valid_national_id", False, s="ABCXE1234F", country="IN"),
+                given("is_older_than_col2_for_n_days", True, dt=datetime.date(2024, 6, 1), column2=later, days=5),
+                given(
+                    "is_older_than_col2_for_n_days",
+                    False,
+                    dt=datetime.date(2024, 6, 8),
+                    column2=later,
+                    days=5,
+                    says="dt = 2024-06-08 is not more than 5 days before DATE'2024-06-10' = 2024-06-10",
+                ),
+                given(
+                    "is_older_than_col2_for_n_days",
+                    True,
+                    dt=datetime.date(2024, 6, 8),
+                    column2=later,
+                    days=5,
+                    negate=True,
+                ),
+                given("is_older_than_col2_for_n_days", True, dt=None, column2=later),
+                given("is_latitude", True, d=-90.0),
+                given("is_latitude", False, d=90.5, says="is not a valid latitude (must be between -90 and 90)"),
+                given("is_latitude", True, s="not a number"),
+                given("is_longitude", True, s="179.9"),
+                given("is_longitude", False, i=-181),
+            ],
+        )
+
+    def test_an_unknown_country_says_which_are_known(self) -> None:
+        with pytest.raises(CheckError, match="one of US, GB, IN"):
+            compile_check("is_valid_national_id", {"column": "s", "country": "FR"})
 
 
 class TestListChecks:
@@ -945,6 +1002,12 @@ class TestRegistry:
         "is_ipv4_address_in_cidr",
         "is_valid_ipv6_address",
         "sql_expression",
+        "is_empty",
+        "is_null_or_empty",
+        "is_valid_national_id",
+        "is_older_than_col2_for_n_days",
+        "is_latitude",
+        "is_longitude",
     }
 
     def test_row_checks_are_the_registered_built_ins(self) -> None:
@@ -978,7 +1041,11 @@ class TestRegistry:
         }
         for name in ROW_CHECKS:
             arguments = (
-                {"expression": "a > 0"} if name == "sql_expression" else {"column": "a", **minimal.get(name, {})}
+                {"expression": "a > 0"}
+                if name == "sql_expression"
+                else {"column1": "a", "column2": "b"}
+                if name == "is_older_than_col2_for_n_days"
+                else {"column": "a", **minimal.get(name, {})}
             )
             compiled = compile_check(name, arguments)
             assert isinstance(compiled, CheckSql) and compiled.condition and compiled.message, name

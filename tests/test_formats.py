@@ -594,7 +594,7 @@ class TestDqx:
         checks = [
             {"check": {"function": "is_not_less_than", "arguments": {"column": "a", "limit": "b * 2"}}},
             {"check": {"function": "is_not_null", "arguments": {"column": "try_element_at(m, 'k')"}}},
-            {"check": {"function": "is_older_than_col2_for_n_days", "arguments": {"column1": "a", "column2": "b"}}},
+            {"check": {"function": "has_valid_json_schema", "arguments": {"column": "a", "schema": "a INT"}}},
             {"check": {"function": "is_in_range", "arguments": {"column": "a"}}},
         ]
         conversion = convert(checks)
@@ -603,7 +603,7 @@ class TestDqx:
             {"column": {"sql": "try_element_at(m, 'k')"}},
         ]
         assert conversion.notes[0] == (
-            "DQX check #3 (is_older_than_col2_for_n_days): DQX's is_older_than_col2_for_n_days has no "
+            "DQX check #3 (has_valid_json_schema): DQX's has_valid_json_schema has no "
             "spark_quarantine built-in, so it was not converted."
         )
         assert conversion.notes[1].startswith("DQX check #4 (is_in_range): check 'is_in_range': ")

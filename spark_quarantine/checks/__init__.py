@@ -584,7 +584,7 @@ def _date(value: Any, argument: str) -> tuple[str, str]:
         return "current_date()", "the current date"
     expression = _sql_of(value, argument)
     if expression is not None:
-        return f"try_to_date({expression})", expression
+        return f"CAST(try_to_timestamp({expression}) AS DATE)", expression
     if isinstance(value, str):
         try:
             value = datetime.date.fromisoformat(value)
@@ -800,6 +800,22 @@ def is_not_empty(column: str, trim_strings: bool | None = False) -> CheckSql:
     col = _column(column)
     text, problem = _emptiness(col, trim_strings)
     return CheckSql(_null_passes(col, f"{text} <> ''"), _empty_message(col, problem))
+
+
+@_builtin(nulls="passes")
+def is_empty(column: str, trim_strings: bool | None = False) -> CheckSql:
+    """Passes when ``column``, read as a string, is the empty string; with ``trim_strings``, blank."""
+    col = _column(column)
+    text, _ = _emptiness(col, trim_strings)
+    return CheckSql(_null_passes(col, f"{text} = ''"), _empty_message(col, "is not empty"))
+
+
+@_builtin(nulls="passes")
+def is_null_or_empty(column: str, trim_strings: bool | None = False) -> CheckSql:
+    """Passes when ``column`` is NULL or, read as a string, empty; with ``trim_strings``, NULL or blank."""
+    col = _column(column)
+    text, _ = _emptiness(col, trim_strings)
+    return CheckSql(f"({col.sql} IS NULL OR {text} = '')", _empty_message(col, "is neither NULL nor empty"))
 
 
 @_builtin(nulls="fails")
@@ -1104,6 +1120,75 @@ def is_valid_uuid(column: str, strict: bool = False) -> CheckSql:
     if _bool(strict, "strict"):
         return _pattern_check(column, STRICT_UUID_PATTERN, "is not a valid UUID (RFC 9562 version and variant)")
     return _pattern_check(column, UUID_PATTERN, "is not a valid UUID")
+
+
+#: National id formats by ISO 3166 alpha-2 country, as DQX documents them (format and number
+#: ranges only, never whether a number was issued): US SSN (AAA-GG-SSSS, separators all
+#: hyphens, all single spaces or none; areas 000, 666 and 9xx, group 00 and serial 0000 are
+#: invalid), GB National Insurance number (two letters of the allocated prefixes, six digits,
+#: A-D), IN PAN (three letters, a holder-type letter, a letter, four digits, a letter).
+NATIONAL_ID_PATTERNS = {
+    "US": r"\A(?!000|666|9\d{2})\d{3}([- ]?)(?!00)\d{2}\1(?!0000)\d{4}\z",
+    "GB": r"\A(?!(?:BG|GB|KN|NK|NT|TN|ZZ))(?!(?:[DFIQUV]))[A-Z](?![DFIOQUV])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[ABCD]\z",
+    "IN": r"\A[A-Z]{3}[ABCFGHJLPT][A-Z]\d{4}[A-Z]\z",
+}
+
+
+@_builtin(nulls="passes")
+def is_valid_national_id(column: str, country: str = "US") -> CheckSql:
+    """Passes when ``column`` has the format of a national id of ``country`` (``US``, ``GB`` or ``IN``).
+
+    US: a Social Security Number; GB: a National Insurance number; IN: a PAN. Format and number
+    ranges only (not whether the number was issued); the patterns are DQX's.
+    """
+    code = _text_arg(country, "country").upper()
+    if code not in NATIONAL_ID_PATTERNS:
+        raise _ArgumentError(f"one of {', '.join(NATIONAL_ID_PATTERNS)}", country, "country")
+    col = _column(column)
+    return CheckSql(
+        _null_passes(col, f"CAST({col.sql} AS STRING) RLIKE {sql_literal(NATIONAL_ID_PATTERNS[code])}"),
+        _said(col, f"is not a valid {code} national id"),
+    )
+
+
+@_builtin(nulls="passes")
+def is_older_than_col2_for_n_days(column1: str, column2: str, days: int = 0, negate: bool = False) -> CheckSql:
+    """Passes when the date in ``column1`` is more than ``days`` days before the date in ``column2``.
+
+    With ``negate``, passes when it is not. Both are read as dates (through ``try_to_timestamp``); a NULL or
+    unreadable value on either side passes.
+    """
+    first, second = _column(column1, "column1"), _column(column2, "column2")
+    n = _int(days, "days", minimum=0)
+    d1, d2 = (f"CAST(try_to_timestamp({c.sql}) AS DATE)" for c in (first, second))
+    older = f"{d1} < date_sub({d2}, {n})"
+    passes = f"NOT ({older})" if _bool(negate, "negate") else older
+    shown = "is not" if not negate else "is"
+    return CheckSql(
+        f"({d1} IS NULL OR {d2} IS NULL OR {passes})",
+        _concat(f"{first.display} = ", _text(d1), f" {shown} more than {n} days before {second.display} = ", _text(d2)),
+    )
+
+
+def _coordinate(column: str, bound: float, what: str) -> CheckSql:
+    col = _column(column)
+    number = f"try_cast({col.sql} AS DOUBLE)"
+    return CheckSql(
+        f"({number} IS NULL OR {number} BETWEEN -{bound:.1f}D AND {bound:.1f}D)",
+        _said(col, f"is not a valid {what} (must be between -{bound:g} and {bound:g})"),
+    )
+
+
+@_builtin(nulls="passes")
+def is_latitude(column: str) -> CheckSql:
+    """Passes when ``column`` read as a number is between -90 and 90; a value that is no number passes (DQX)."""
+    return _coordinate(column, 90.0, "latitude")
+
+
+@_builtin(nulls="passes")
+def is_longitude(column: str) -> CheckSql:
+    """Passes when ``column`` read as a number is between -180 and 180; a value that is no number passes (DQX)."""
+    return _coordinate(column, 180.0, "longitude")
 
 
 @_builtin(nulls="passes")

@@ -538,6 +538,37 @@ _DQX_ROW_CHECKS = frozenset(
         "is_valid_language_code",
         "is_valid_subdivision_code",
         "is_valid_national_id",
+        # the pii module (Presidio, a model) and the geo module's row checks
+        "does_not_contain_pii",
+        "is_latitude",
+        "is_longitude",
+        *(
+            f"is_{kind}"
+            for kind in (
+                "geometry",
+                "geography",
+                "point",
+                "linestring",
+                "polygon",
+                "multipoint",
+                "multilinestring",
+                "multipolygon",
+                "geometrycollection",
+                "ogc_valid",
+                "non_empty_geometry",
+                "not_null_island",
+                "geo_contains",
+                "geo_covers",
+                "geo_intersects",
+                "geo_touches",
+                "geo_within",
+            )
+        ),
+        "has_dimension",
+        "has_x_coordinate_between",
+        "has_y_coordinate_between",
+        *(f"is_area_{op}" for op in ("equal_to", "not_equal_to", "not_greater_than", "not_less_than")),
+        *(f"is_num_points_{op}" for op in ("equal_to", "not_equal_to", "not_greater_than", "not_less_than")),
     }
 )
 #: DQX's dataset-level checks with no spark_quarantine equivalent.
@@ -552,6 +583,8 @@ _DQX_OTHER_DATASET_CHECKS = frozenset(
         "has_no_outliers",
         "has_no_aggr_outliers",
         "aggr_matches_dataset",
+        "are_polygons_mutually_disjoint",  # geo
+        "has_no_row_anomalies",  # the anomaly module (a model)
     }
 )
 _DQX_CRITICALITY = {"error": "drop", "warn": "ignore"}

@@ -983,3 +983,17 @@ class TestDqxExpressionArguments:
         with pytest.raises(RuleValidationError) as info:
             check_rules_against(self.frame(spark), load_rules(checks, format="dqx"))
         assert [p.code for p in info.value.problems] == ["SQ-R021"]
+
+
+def test_dqx_geo_pii_and_anomaly_checks_are_named_as_dqx_checks_we_lack_not_as_custom_checks() -> None:
+    checks = [
+        {"criticality": "error", "check": {"function": "is_point", "arguments": {"column": "g"}}},
+        {"criticality": "warn", "check": {"function": "does_not_contain_pii", "arguments": {"column": "t"}}},
+        {"criticality": "error", "check": {"function": "has_no_row_anomalies", "arguments": {}}},
+        {"criticality": "error", "check": {"function": "is_latitude", "arguments": {"column": "lat"}}},
+    ]
+    conversion = convert(checks, "dqx")
+    assert [r["check"]["function"] for r in conversion.rules] == ["is_latitude"]
+    assert len(conversion.notes) == 3
+    assert not any("register_check" in note for note in conversion.notes)
+    assert "DQX's is_point has no spark_quarantine built-in" in conversion.notes[0]

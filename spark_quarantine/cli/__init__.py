@@ -20,7 +20,7 @@ import yaml
 from spark_quarantine._version import __version__
 from spark_quarantine._yaml import YamlProblem
 from spark_quarantine._yaml import load as load_yaml
-from spark_quarantine.cli._common import _add_param_options, _params, _spark, _UsageError, connect_url
+from spark_quarantine.cli._common import _add_param_options, _params, _spark, _UsageError, active_or_remote
 from spark_quarantine.errors import Problem, RuleValidationError, SparkQuarantineError
 from spark_quarantine.tokens import redact
 
@@ -74,15 +74,10 @@ def _empty_frame(spark: Any, schema: Any, path: str) -> Any:
 
 
 def _parser_session() -> Any:
-    """The active session, or a throw-away local one (in-memory catalog, temp warehouse) for parsing."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    remote = connect_url()
-    if remote is not None:
-        return SparkSession.builder.remote(remote).getOrCreate()
+    """The active (or remote) session, or a throw-away local one (in-memory catalog, temp warehouse) for parsing."""
+    found = active_or_remote()
+    if found is not None:
+        return found
     import tempfile
 
     from spark_quarantine.session import local_spark

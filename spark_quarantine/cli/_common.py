@@ -27,28 +27,32 @@ def _spark(warehouse: str | None, *, new_warehouse: bool = False) -> Any:
     A command that only reads (``validate --table``, ``dlq list``) refuses a ``--warehouse``
     folder that does not exist: a typo would silently start a new, empty metastore there.
     """
-    from pyspark.sql import SparkSession
-
     if warehouse is not None and not new_warehouse and not Path(warehouse).is_dir():
         raise _UsageError(
             f"--warehouse '{warehouse}' is not an existing folder; a new one would be an empty metastore, "
             "so nothing could be found in it. Give the folder your tables are in",
             code="SQ-X003",
         )
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    remote = connect_url()
-    if remote is not None:
-        return SparkSession.builder.remote(remote).getOrCreate()
+    found = active_or_remote()
+    if found is not None:
+        return found
     from spark_quarantine.session import local_spark
 
     return local_spark(warehouse=warehouse or "spark-warehouse", app_name="spark-quarantine-cli")
 
 
-def connect_url() -> str | None:
-    """``--remote`` (main() puts it in ``SPARK_REMOTE``, the variable PySpark itself reads), or None."""
-    return os.environ.get("SPARK_REMOTE") or None
+def active_or_remote() -> Any | None:
+    """The active session; else one on the Spark Connect server of ``--remote``/``SPARK_REMOTE``; else None.
+
+    main() puts ``--remote`` in ``SPARK_REMOTE``, the variable PySpark itself reads.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    remote = os.environ.get("SPARK_REMOTE")
+    return SparkSession.builder.remote(remote).getOrCreate() if remote else None
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:

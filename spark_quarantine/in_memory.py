@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
-from uuid import uuid4
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -22,6 +21,7 @@ from spark_quarantine.errors import InvalidParameterError
 from spark_quarantine.evaluate import DROP_FLAG, Flagged, check_rules_against, col, flag_rows
 from spark_quarantine.loading import RuleSource, load_rules
 from spark_quarantine.rules import Action
+from spark_quarantine.run.engine import check_input_columns, new_run_id
 from spark_quarantine.sinks.error_table import annotated_rows, error_rows
 
 __all__ = ["apply_checks", "apply_checks_and_split"]
@@ -62,9 +62,10 @@ def apply_checks_and_split(
 def _flag(df: DataFrame, checks: Any, user_conf: Mapping[str, Any] | None) -> tuple[Flagged, str, datetime]:
     if not isinstance(df, DataFrame):  # classic and Spark Connect DataFrames both are
         raise InvalidParameterError(f"df must be a DataFrame, found {type(df).__name__}")
+    check_input_columns(df.columns)  # an input column named like a meta_ column: SQ-S001, as in every mode
     settings = parse_user_conf(user_conf)
     rules = load_rules(checks, params=settings.rules_params)
-    run_id, run_at = uuid4().hex, datetime.now(timezone.utc)
+    run_id, run_at = new_run_id(), datetime.now(timezone.utc)
     log = get_logger(run_id=run_id)
     for warning in check_rules_against(df, rules):
         log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)

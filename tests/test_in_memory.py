@@ -157,3 +157,12 @@ def test_user_metadata_in_our_format_takes_text_and_refuses_nesting() -> None:
     with pytest.raises(RuleValidationError) as info:
         load_rules([{**base, "user_metadata": {"owner": ["a", "b"]}}])
     assert [p.code for p in info.value.problems] == ["SQ-R007"]
+
+
+def test_an_input_column_named_like_a_meta_column_is_sq_s001(spark: SparkSession) -> None:
+    from spark_quarantine import SchemaConflictError
+
+    clash = spark.createDataFrame([(1, "x")], "id long, meta_dq_run_id string")
+    with pytest.raises(SchemaConflictError) as info:
+        apply_checks(clash, RULES[:1])
+    assert info.value.code == "SQ-S001"

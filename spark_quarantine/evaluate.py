@@ -606,7 +606,7 @@ def _aggregate(kind: str, column: Column) -> Column:
 
 def _compare(value: Column, check: Any) -> Column:
     limit = F.lit(check.limit)
-    return {"<=": value <= limit, ">=": value >= limit, "=": value == limit}[check.comparison]
+    return {"<=": value <= limit, ">=": value >= limit, "=": value == limit, "<>": value != limit}[check.comparison]
 
 
 def _dataset_flag(

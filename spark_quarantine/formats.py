@@ -574,7 +574,6 @@ _DQX_ROW_CHECKS = frozenset(
 #: DQX's dataset-level checks with no spark_quarantine equivalent.
 _DQX_OTHER_DATASET_CHECKS = frozenset(
     {
-        "is_aggr_not_equal",
         "sql_query",
         "compare_datasets",
         "is_data_fresh_per_time_window",

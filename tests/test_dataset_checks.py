@@ -140,6 +140,17 @@ class TestAggregates:
         assert len(kept) == 6 and errors == {}
         assert result.rule_failures == {"enough_rows": 0, "total": 0}
 
+    def test_is_aggr_not_equal_fails_the_groups_whose_aggregate_is_the_limit(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        """DQX's is_aggr_not_equal: per region sum(amount) <> 30 fails EU (10 + 20 = 30) only."""
+        rule = check(
+            "is_aggr_not_equal", name="not_thirty", column="amount", limit=30, aggr_type="sum", group_by=["region"]
+        )
+        result, kept, errors = run(spark, table, orders, [rule])
+        assert sorted(kept) == [30, 40, 50, 60] and {amount for _, amount in errors} == {10, 20}
+        assert result.rule_failures == {"not_thirty": 2}
+
     def test_a_whole_dataset_rule_cannot_drop(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
         """SQ-R019 before any job."""
         with pytest.raises(RuleValidationError) as info:

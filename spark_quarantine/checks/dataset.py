@@ -10,7 +10,8 @@ Each still quarantines the offending rows and costs one shuffle at most:
   ``spark.sql.autoBroadcastJoinThreshold``, else one shuffle). A row whose key has a NULL part
   passes. ``ref_df_name`` names a DataFrame in
   ``user_conf["spark.quarantine.reference_dataframes"]``.
-* ``is_aggr_not_greater_than`` / ``is_aggr_not_less_than`` / ``is_aggr_equal(column, limit,
+* ``is_aggr_not_greater_than`` / ``is_aggr_not_less_than`` / ``is_aggr_equal`` /
+  ``is_aggr_not_equal(column, limit,
   aggr_type="count", group_by=None)``: with ``group_by``, a window aggregate over the groups (one
   shuffle) that marks every row of a failing group. Without ``group_by`` the rule judges the whole
   dataset: its aggregate is an ``observe`` metric of the same pass (no extra job); a failure fails
@@ -55,7 +56,12 @@ class DatasetCheck:
 
     @property
     def comparison(self) -> str:
-        return {"is_aggr_not_greater_than": "<=", "is_aggr_not_less_than": ">=", "is_aggr_equal": "="}[self.function]
+        return {
+            "is_aggr_not_greater_than": "<=",
+            "is_aggr_not_less_than": ">=",
+            "is_aggr_equal": "=",
+            "is_aggr_not_equal": "<>",
+        }[self.function]
 
 
 def _names(value: Any, what: str) -> tuple[str, ...]:
@@ -113,8 +119,21 @@ def is_aggr_equal(column: str, limit: Any, aggr_type: str = "count", group_by: A
     return _aggregate("is_aggr_equal", column, limit, aggr_type, group_by)
 
 
+def is_aggr_not_equal(column: str, limit: Any, aggr_type: str = "count", group_by: Any = None) -> DatasetCheck:
+    """The aggregate of ``column`` (per group, or over the dataset) must differ from ``limit``."""
+    return _aggregate("is_aggr_not_equal", column, limit, aggr_type, group_by)
+
+
 DATASET_CHECKS: dict[str, Callable[..., DatasetCheck]] = {
-    f.__name__: f for f in (is_unique, foreign_key, is_aggr_not_greater_than, is_aggr_not_less_than, is_aggr_equal)
+    f.__name__: f
+    for f in (
+        is_unique,
+        foreign_key,
+        is_aggr_not_greater_than,
+        is_aggr_not_less_than,
+        is_aggr_equal,
+        is_aggr_not_equal,
+    )
 }
 
 

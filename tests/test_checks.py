@@ -212,6 +212,30 @@ class TestChecksDqxHasAndWeAdded:
             ],
         )
 
+    def test_has_valid_json_schema_reads_json_as_spark_does(self, spark: SparkSession) -> None:
+        """DQX's rules: valid JSON, each value readable as its type, extra keys ignored, NOT NULL keys required."""
+        schema = "STRUCT<a: BIGINT, b: STRING NOT NULL>"
+        assert_cases(
+            spark,
+            [
+                given("has_valid_json_schema", True, s='{"a": 1, "b": "x"}', schema=schema),
+                given("has_valid_json_schema", True, s='{"a": 1, "b": 0.12, "extra": true}', schema=schema),
+                given("has_valid_json_schema", True, s='{"b": "x"}', schema=schema),  # a missing nullable key
+                given("has_valid_json_schema", True, s=None, schema=schema),
+                given(
+                    "has_valid_json_schema",
+                    False,
+                    s='{"a": "not a number", "b": "x"}',
+                    schema=schema,
+                    says="does not conform to the JSON schema",
+                ),
+                given("has_valid_json_schema", False, s='{"a": 1}', schema=schema),  # NOT NULL key missing
+                given("has_valid_json_schema", False, s='{"a": 1, "b": null}', schema=schema),
+                given("has_valid_json_schema", False, s="{not json", schema=schema),
+                given("has_valid_json_schema", True, s='{"a": 5}', schema="a BIGINT, b BIGINT"),
+            ],
+        )
+
     def test_an_unknown_country_says_which_are_known(self) -> None:
         with pytest.raises(CheckError, match="one of US, GB, IN"):
             compile_check("is_valid_national_id", {"column": "s", "country": "FR"})
@@ -1008,6 +1032,7 @@ class TestRegistry:
         "is_older_than_col2_for_n_days",
         "is_latitude",
         "is_longitude",
+        "has_valid_json_schema",
     }
 
     def test_row_checks_are_the_registered_built_ins(self) -> None:
@@ -1038,6 +1063,7 @@ class TestRegistry:
             "is_older_than_n_days": {"days": 1},
             "is_data_fresh": {"max_age_minutes": 1},
             "is_ipv4_address_in_cidr": {"cidr_block": "10.0.0.0/8"},
+            "has_valid_json_schema": {"schema": "a INT"},
         }
         for name in ROW_CHECKS:
             arguments = (

@@ -1201,6 +1201,67 @@ def is_valid_json(column: str) -> CheckSql:
     return CheckSql(_null_passes(col, f"try_parse_json({col.sql}) IS NOT NULL"), _said(col, "is not valid JSON"))
 
 
+_CORRUPT = "__sq_corrupt_record"
+
+
+def _top_level_fields(ddl: str, argument: str) -> list[tuple[str, str, bool]]:
+    """``(name, field DDL without NOT NULL, required)`` for each top-level field of a struct DDL.
+
+    Takes ``a BIGINT, b STRUCT<c: INT> NOT NULL`` or ``STRUCT<a: BIGINT, ...>``; commas inside
+    ``<>``, ``()`` and quotes do not split. Spark checks the types when the rule is analysed.
+    """
+    text = ddl.strip()
+    if re.match(r"(?is)^struct\s*<.*>$", text):
+        text = text[text.index("<") + 1 : -1]
+    fields, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'`\"":
+            quote = char
+        elif char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            fields.append(text[start:i])
+            start = i + 1
+    fields.append(text[start:])
+    parsed = []
+    for field in (f.strip() for f in fields):
+        if not field:
+            raise _ArgumentError("a struct schema in DDL, such as 'a BIGINT, b STRING NOT NULL'", ddl, argument)
+        required = bool(re.search(r"(?i)\bNOT\s+NULL\s*$", field))
+        name_and_type = re.sub(r"(?i)\s+NOT\s+NULL\s*$", "", field)
+        name_and_type = re.sub(r"^(`[^`]+`|[A-Za-z_]\w*)\s*:\s*", r"\1 ", name_and_type)
+        name = re.match(r"`[^`]+`|\S+", name_and_type)
+        if name is None or name.group(0) == name_and_type:
+            raise _ArgumentError("a struct schema in DDL, such as 'a BIGINT, b STRING NOT NULL'", ddl, argument)
+        parsed.append((name.group(0).strip("`"), name_and_type, required))
+    return parsed
+
+
+@_builtin(nulls="passes")
+def has_valid_json_schema(column: str, schema: str) -> CheckSql:
+    """Passes when the JSON string in ``column`` fits ``schema`` (a struct in DDL), as Spark parses it.
+
+    As in DQX: the text must be valid JSON, a JSON object whose values Spark can read as the
+    fields' types (a number read as a STRING is fine), extra keys are ignored, a missing key is
+    NULL, and a top-level field marked ``NOT NULL`` must be present and not null.
+    """
+    col = _column(column)
+    fields = _top_level_fields(_text_arg(schema, "schema"), "schema")
+    ddl = ", ".join([f for _, f, _ in fields] + [f"{_CORRUPT} STRING"])
+    parsed = f"from_json(CAST({col.sql} AS STRING), {sql_literal(ddl)}, map('columnNameOfCorruptRecord', '{_CORRUPT}'))"
+    tests = [f"try_parse_json(CAST({col.sql} AS STRING)) IS NOT NULL", f"{parsed} IS NOT NULL"]
+    tests.append(f"{parsed}.{_CORRUPT} IS NULL")  # Spark could not read a value as its field's type
+    tests += [f"{parsed}.{quote_ident(name)} IS NOT NULL" for name, _, needed in fields if needed]
+    return CheckSql(
+        _null_passes(col, "(" + " AND ".join(tests) + ")"),
+        _said(col, f"does not conform to the JSON schema {schema}"),
+    )
+
+
 @_builtin(nulls="passes")
 def has_json_keys(column: str, keys: list[str], require_all: bool = True) -> CheckSql:
     """Passes when the JSON object in ``column`` has all of ``keys`` at its top level (without ``require_all``, any).

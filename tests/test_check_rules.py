@@ -143,6 +143,7 @@ MINIMAL: dict[str, dict[str, object]] = {
     "is_older_than_n_days": {"days": 1},
     "is_data_fresh": {"max_age_minutes": 1},
     "is_ipv4_address_in_cidr": {"cidr_block": "10.0.0.0/8"},
+    "has_valid_json_schema": {"schema": "a INT"},
 }
 
 
@@ -162,6 +163,8 @@ class TestEveryBuiltInInYamlAndPython:
             arguments: dict[str, object] = {"column": column, **MINIMAL.get(name, {})}
             if name == "sql_expression":
                 arguments = {"expression": "length(a) > 0"}
+            if name == "is_older_than_col2_for_n_days":
+                arguments = {"column1": "a", "column2": "a", "days": 1}
             as_dicts.append(
                 {"name": f"r_{name}", "check": {"function": name, "arguments": arguments}, "action_if_failed": "ignore"}
             )

@@ -25,9 +25,6 @@ class ReadOnlyDict(dict[str, Any]):
         return (ReadOnlyDict, (dict(self),))
 
 
-_ReadOnlyDict = ReadOnlyDict
-
-
 @dataclass(frozen=True)
 class RunResult:
     """What one run did: row counts, failures per rule, status and the tables written.
@@ -59,7 +56,7 @@ class RunResult:
     recycled_rows: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rule_failures", _ReadOnlyDict(self.rule_failures))
+        object.__setattr__(self, "rule_failures", ReadOnlyDict(self.rule_failures))
 
     def __repr__(self) -> str:
         from spark_quarantine.tokens import redact

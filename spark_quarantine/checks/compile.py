@@ -8,7 +8,6 @@ Spark columns when a run evaluates them. Spark-free.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +42,9 @@ def _default_name(function: str, arguments: Mapping[str, Any]) -> str:
     if isinstance(column, str):
         return f"{column}_{function}"
     if isinstance(column, Mapping) and set(column) == {"sql"}:  # an expression: its text, as DQX names it
-        text = re.sub("[^a-zA-Z0-9]+", "_", str(column["sql"]).lower()).strip("_")
-        return f"{text or 'expression'}_{function}"
+        from spark_quarantine.rules import column_label
+
+        return f"{column_label(column)}_{function}"
     if isinstance(columns, (list, tuple)) and columns:
         return "_".join(str(c) for c in columns) + f"_{function}"
     if isinstance(columns, str):

@@ -419,6 +419,17 @@ def compiled_kind(rule: Rule) -> str:
     return "row" if checks.get_check(rule.check.function).builtin else "custom"
 
 
+def shown_expectation(rule: Rule) -> str:
+    """The rule as results show it: its expectation, or its call for a check that embeds a long list."""
+    if rule.check is not None and compiled_kind(rule) == "row":
+        from spark_quarantine import checks
+        from spark_quarantine.checks.compile import describe_check
+
+        if checks.get_check(rule.check.function).shown_as_call:
+            return describe_check(rule.check.function, dict(rule.check.arguments))
+    return rule.expectation
+
+
 def flag_rows(
     df: DataFrame,
     rules: Sequence[Rule],
@@ -753,9 +764,10 @@ def _failed_rule_structs(flagged: Flagged) -> Column:
     none = F.array().cast("array<struct<name:string,rule:string>>")
     entries = []
     for rule, flag, error in zip(flagged.rules, flagged.flags, _errors(flagged), strict=True):
-        text: Column = F.lit(rule.expectation)
+        shown = shown_expectation(rule)
+        text: Column = F.lit(shown)
         if error is not None:
-            raised = F.concat(F.lit(f"{rule.expectation} raised "), F.col(error))
+            raised = F.concat(F.lit(f"{shown} raised "), F.col(error))
             text = F.when(F.col(error).isNull(), text).otherwise(raised)
         entries.append(
             F.when(F.col(flag), F.array(F.struct(F.lit(rule.name).alias("name"), text.alias("rule")))).otherwise(none)
@@ -778,11 +790,12 @@ def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
     rows = zip(flagged.rules, flagged.flags, _errors(flagged), _messages(flagged), strict=True)
     for rule, flag, error, message in rows:
         action = Action.DROP if coerce_to_drop else rule.action_if_failed
+        shown = shown_expectation(rule)
         pairs: list[Column] = []
         for key, value in (
             ("rule", rule.name),
             ("rule_type", "row_dq"),
-            ("expectation", rule.expectation),
+            ("expectation", shown),
             ("action_if_failed", action.value),
             ("status", "fail"),
             ("description", rule.description),
@@ -793,7 +806,7 @@ def _failed_rule_maps(flagged: Flagged, coerce_to_drop: bool) -> Column:
         if rule.user_metadata:  # DQX's user_metadata, as one JSON object in the result's map
             pairs += [F.lit("user_metadata"), F.lit(json.dumps(dict(rule.user_metadata), sort_keys=True))]
         if message:
-            pairs += [F.lit("message"), F.coalesce(F.expr(message), F.lit(rule.expectation))]
+            pairs += [F.lit("message"), F.coalesce(F.expr(message), F.lit(shown))]
         entry = F.array(F.create_map(*pairs))
         if error is not None:
             raised = F.array(F.create_map(*pairs, F.lit("error_class"), F.col(error)))

@@ -144,6 +144,7 @@ MINIMAL: dict[str, dict[str, object]] = {
     "is_data_fresh": {"max_age_minutes": 1},
     "is_ipv4_address_in_cidr": {"cidr_block": "10.0.0.0/8"},
     "has_valid_json_schema": {"schema": "a INT"},
+    "is_ipv6_address_in_cidr": {"cidr_block": "2001:db8::/32"},
 }
 
 

@@ -625,6 +625,139 @@ class TestNetworkChecks:
             ],
         )
 
+    def test_ipv6_cidr_blocks(self, spark: SparkSession) -> None:
+        """Any IPv6 text form is judged by its bits against the block; invalid text fails; NULL passes."""
+        cidr6 = "is_ipv6_address_in_cidr"
+        block: dict[str, Any] = {"cidr_block": "2001:db8:85a3:8d3::/64"}
+        assert_cases(
+            spark,
+            [
+                given(cidr6, True, s="2001:0db8:85a3:08d3:0000:0000:0000:0001", **block),
+                given(cidr6, True, s="2001:db8:85a3:8d3::ffff", **block),
+                given(cidr6, True, s="2001:DB8:85A3:8D3:1319:8A2E:3.112.115.68", **block),
+                given(cidr6, True, s="2001:db8:85a3:8d3::1%eth0", **block),
+                given(cidr6, False, s="2001:db8:85a3:8d4::1", says="is not in the CIDR block", **block),
+                given(cidr6, False, s="::1", **block),
+                given(cidr6, False, s="not an address", says="is not a valid IPv6 address", **block),
+                given(cidr6, True, s=None, **block),
+                given(cidr6, True, s="::ffff:10.1.2.3", cidr_block="::ffff:10.0.0.0/104"),
+                given(cidr6, False, s="::ffff:11.1.2.3", cidr_block="::ffff:10.0.0.0/104"),
+                given(cidr6, True, s="fe80::1", cidr_block="fe80::/10"),
+                given(cidr6, True, s="febf::1", cidr_block="fe80::/10"),
+                given(cidr6, False, s="fec0::1", cidr_block="fe80::/10"),
+                given(cidr6, True, s="::", cidr_block="::/0"),
+                given(cidr6, True, s="1::2", cidr_block="1::2/128"),
+                given(cidr6, False, s="1::3", cidr_block="1::2/128"),
+            ],
+        )
+
+    @settings(max_examples=3, deadline=None)
+    @hypothesis_given(
+        st.lists(st.tuples(*[st.integers(0, 2**128 - 1)] * 2, st.integers(0, 128)), min_size=8, max_size=12)
+    )
+    def test_ipv6_cidr_agrees_with_ipaddress(self, spark: SparkSession, draws: list[tuple[int, int, int]]) -> None:
+        """For random addresses and blocks, in both text forms, the SQL judges membership as ipaddress does."""
+        cases = []
+        for address, other, prefix in draws:
+            network = ipaddress.IPv6Network((other, prefix), strict=False)
+            near = ipaddress.IPv6Address(int(network.network_address) | (address & int(network.hostmask)))
+            for candidate in (ipaddress.IPv6Address(address), near):
+                for text in (candidate.compressed, candidate.exploded):
+                    cases.append(
+                        given("is_ipv6_address_in_cidr", candidate in network, s=text, cidr_block=str(network))
+                    )
+        assert_cases(spark, cases)
+
+    def test_cidr_blocks_are_checked_when_the_rule_is_compiled(self) -> None:
+        """A block that is not IPv6 CIDR notation is refused with SQ-R017 naming the argument."""
+        for bad in ("2001:db8::", "2001:db8::/129", "10.0.0.0/8", "zz::/8", 42):
+            with pytest.raises(CheckError, match="cidr_block") as caught:
+                compile_check("is_ipv6_address_in_cidr", {"column": "ip", "cidr_block": bad})
+            assert caught.value.code == "SQ-R017"
+
+
+class TestIsoCodeChecks:
+    """Country, currency, subdivision and language codes against pycountry's ISO tables."""
+
+    def test_codes_in_each_format(self, spark: SparkSession) -> None:
+        """Assigned codes pass, others fail, case matters unless told otherwise, numeric codes keep their zeros."""
+        country, currency = "is_valid_country_code", "is_valid_currency_code"
+        language, subdivision = "is_valid_language_code", "is_valid_subdivision_code"
+        assert_cases(
+            spark,
+            [
+                given(country, True, s="US"),
+                given(country, False, s="us", says="is not a valid ISO 3166-1 alpha-2 country code"),
+                given(country, True, s="us", case_sensitive=False),
+                given(country, False, s="XK"),  # user-assigned, not ISO
+                given(country, False, s="USA"),
+                given(country, True, s="USA", code_format="alpha-3"),
+                given(country, True, s="DEU", code_format="ALPHA-3"),
+                given(country, True, s="004", code_format="numeric"),
+                given(country, False, s="4", code_format="numeric"),
+                given(country, False, i=4, code_format="numeric"),
+                given(country, True, i=840, code_format="numeric"),
+                given(country, True, s=None),
+                given(currency, True, s="USD"),
+                given(currency, True, s="XXX"),
+                given(currency, False, s="usd", says="is not a valid ISO 4217 alphabetic currency code"),
+                given(currency, True, s="usd", case_sensitive=False),
+                given(currency, False, s="ABC"),
+                given(currency, True, s="978", code_format="numeric"),
+                given(currency, True, s="036", code_format="numeric"),
+                given(currency, False, s="36", code_format="numeric"),
+                given(currency, True, s=None),
+                given(language, True, s="en"),
+                given(language, True, s="sh"),  # deprecated but not withdrawn
+                given(language, False, s="EN", says="is not a valid ISO 639 alpha-2 language code"),
+                given(language, True, s="EN", case_sensitive=False),
+                given(language, False, s="eng"),
+                given(language, True, s="eng", code_format="alpha-3"),
+                given(language, True, s="deu", code_format="alpha-3"),
+                given(language, False, s="ger", code_format="alpha-3"),  # bibliographic ISO 639-2
+                given(language, True, s=None),
+                given(subdivision, True, s="US-CA"),
+                given(subdivision, True, s="GB-ENG"),
+                given(subdivision, True, s="DE-BY"),
+                given(subdivision, False, s="US-BY", says="is not a valid ISO 3166-2 subdivision code"),
+                given(subdivision, False, s="us-ca"),
+                given(subdivision, True, s="us-ca", case_sensitive=False),
+                given(subdivision, True, s=None),
+            ],
+        )
+
+    def test_subdivision_against_a_country_column(self, spark: SparkSession) -> None:
+        """With country_column the code's prefix must be that row's country; a NULL country passes."""
+        frame = spark.createDataFrame(
+            [(1, "US-CA", "US"), (2, "US-CA", "GB"), (3, "US-CA", None), (4, "XX-1", "XX"), (5, "us-ca", "US")],
+            "id INT, sub STRING, country STRING",
+        )
+        compiled = compile_check(
+            "is_valid_subdivision_code", {"column": "sub", "country_column": "country", "case_sensitive": False}
+        )
+        rows = frame.select("id", F.expr(compiled.condition).alias("ok"), F.expr(compiled.message).alias("m"))
+        got = {r["id"]: (r["ok"], r["m"]) for r in rows.collect()}
+        assert {i: ok for i, (ok, _) in got.items()} == {1: True, 2: False, 3: True, 4: False, 5: True}
+        assert got[2][1] == "sub = US-CA is not a subdivision of country = GB"
+        assert got[4][1] == "sub = XX-1 is not a valid ISO 3166-2 subdivision code"
+
+    def test_code_lists_come_from_pycountry(self) -> None:
+        """The embedded lists are pycountry's tables, whole: nothing typed by hand."""
+        import pycountry
+
+        from spark_quarantine.checks.iso import iso_codes
+
+        assert set(iso_codes("3166-1", "alpha-2")) == {c.alpha_2 for c in pycountry.countries}
+        assert set(iso_codes("4217", "numeric")) == {c.numeric for c in pycountry.currencies}
+        assert set(iso_codes("3166-2", "code")) == {s.code for s in pycountry.subdivisions}
+        assert len(iso_codes("639", "alpha-3")) == len(pycountry.languages)
+
+    def test_unknown_code_format_is_refused_naming_the_formats(self) -> None:
+        """code_format must name one of the standard's representations (in any case)."""
+        with pytest.raises(CheckError, match="alphabetic, numeric") as caught:
+            compile_check("is_valid_currency_code", {"column": "c", "code_format": "alpha-2"})
+        assert caught.value.code == "SQ-R017"
+
 
 def _java_to_python(pattern: str) -> str:
     return pattern.replace(r"\z", r"\Z")
@@ -1033,6 +1166,11 @@ class TestRegistry:
         "is_latitude",
         "is_longitude",
         "has_valid_json_schema",
+        "is_ipv6_address_in_cidr",
+        "is_valid_country_code",
+        "is_valid_currency_code",
+        "is_valid_language_code",
+        "is_valid_subdivision_code",
     }
 
     def test_row_checks_are_the_registered_built_ins(self) -> None:
@@ -1063,6 +1201,7 @@ class TestRegistry:
             "is_older_than_n_days": {"days": 1},
             "is_data_fresh": {"max_age_minutes": 1},
             "is_ipv4_address_in_cidr": {"cidr_block": "10.0.0.0/8"},
+            "is_ipv6_address_in_cidr": {"cidr_block": "2001:db8::/32"},
             "has_valid_json_schema": {"schema": "a INT"},
         }
         for name in ROW_CHECKS:

@@ -166,3 +166,19 @@ def test_an_input_column_named_like_a_meta_column_is_sq_s001(spark: SparkSession
     with pytest.raises(SchemaConflictError) as info:
         apply_checks(clash, RULES[:1])
     assert info.value.code == "SQ-S001"
+
+
+def test_a_check_that_embeds_a_code_list_shows_as_its_call_in_results(spark: SparkSession) -> None:
+    """Thousands of ISO codes stay out of every error row: the result names the check as it was written."""
+    frame = spark.createDataFrame([(1, "eng"), (2, "xxq")], "id long, lang string")
+    checks = [
+        {
+            "criticality": "error",
+            "check": {"function": "is_valid_language_code", "arguments": {"column": "lang", "code_format": "alpha-3"}},
+        }
+    ]
+    _, invalid = apply_checks_and_split(frame, checks)
+    (row,) = invalid.collect()
+    (result,) = row["meta_row_dq_results"]
+    assert result["expectation"] == "is_valid_language_code(column='lang', code_format='alpha-3')"
+    assert result["message"] == "lang = xxq is not a valid ISO 639 alpha-3 language code"

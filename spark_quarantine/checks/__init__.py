@@ -99,6 +99,8 @@ class CheckDefinition:
     kind: str = "row"
     nulls: str = ""
     """How the check judges a NULL value (built-ins: "passes" or "fails", with any detail)."""
+    shown_as_call: bool = False
+    """Results show the rule as its call, not its SQL (a check whose SQL embeds a long list)."""
 
     @property
     def signature(self) -> str:
@@ -737,7 +739,7 @@ _STRING_CASES = {
 # ---------------------------------------------------------------------------------------------
 
 
-def _builtin(nulls: str) -> Callable[[Callable[..., CheckSql]], Callable[..., CheckSql]]:
+def _builtin(nulls: str, shown_as_call: bool = False) -> Callable[[Callable[..., CheckSql]], Callable[..., CheckSql]]:
     """Register a built-in row check; its argument errors become CheckError SQ-R017 naming the check."""
 
     def register(func: Callable[..., CheckSql]) -> Callable[..., CheckSql]:
@@ -754,7 +756,13 @@ def _builtin(nulls: str) -> Callable[[Callable[..., CheckSql]], Callable[..., Ch
                 ) from None
 
         definition = CheckDefinition(
-            name=name, func=checked, builtin=True, doc=_first_paragraph(func), kind="row", nulls=nulls
+            name=name,
+            func=checked,
+            builtin=True,
+            doc=_first_paragraph(func),
+            kind="row",
+            nulls=nulls,
+            shown_as_call=shown_as_call,
         )
         _REGISTRY[name] = definition
         return checked
@@ -1468,6 +1476,89 @@ def is_valid_ipv6_address(column: str) -> CheckSql:
     """
     return _pattern_check(column, IPV6_PATTERN, "is not a valid IPv6 address")
 
+
+_CIDR6 = re.compile(r"[0-9A-Fa-f:.]+/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9])")
+
+
+def _let(value: str, name: str, body: str) -> str:
+    """``body`` with ``name`` bound to ``value``, which is evaluated once (SQL has no LET)."""
+    return f"element_at(transform(array({value}), {name} -> {body}), 1)"
+
+
+def _ipv6_bits_test(sql: str, network: ipaddress.IPv6Network) -> str:
+    """SQL, TRUE when the valid IPv6 text ``sql`` lies in ``network``.
+
+    The zone is cut, an IPv4 suffix becomes two hex groups and ``::`` is expanded to the missing
+    zero groups; the eight groups are then compared with the network's, as far as its prefix
+    reaches. Lambda bindings keep each intermediate form evaluated, and written, once.
+    """
+    a, o, b, p, n = "__sq_a", "__sq_o", "__sq_b", "__sq_p", "__sq_n"
+    octets = [f"CAST({o}[{i}] AS BIGINT)" for i in range(4)]
+    ipv4_suffix = _let(
+        f"split(substring_index({a}, ':', -1), '[.]')",
+        o,
+        f"concat(substring({a}, 1, length({a}) - length(substring_index({a}, ':', -1))), "
+        f"hex({octets[0]} * 256 + {octets[1]}), ':', hex({octets[2]} * 256 + {octets[3]}))",
+    )
+    with_hex_tail = _let(
+        f"regexp_replace(lower({sql}), '%.*$', '')",
+        a,
+        f"CASE WHEN instr({a}, '.') > 0 THEN {ipv4_suffix} ELSE {a} END",
+    )
+    none = "CAST(array() AS ARRAY<STRING>)"
+
+    def side(part: str) -> str:
+        return f"CASE WHEN {part} = '' THEN {none} ELSE split({part}, ':') END"
+
+    halves = f"named_struct('h', {side(f'substring_index({b}, {chr(39)}::{chr(39)}, 1)')}, " + (
+        f"'t', {side(f'substring_index({b}, {chr(39)}::{chr(39)}, -1)')})"
+    )
+    expanded = _let(halves, p, f"concat({p}.h, array_repeat('0', 8 - size({p}.h) - size({p}.t)), {p}.t)")
+    groups = _let(
+        with_hex_tail,
+        b,
+        f"transform(CASE WHEN instr({b}, '::') > 0 THEN {expanded} ELSE split({b}, ':') END, "
+        f"__sq_x -> CAST(conv(__sq_x, 16, 10) AS BIGINT))",
+    )
+    wanted = [(int(network.network_address) >> (16 * (7 - i))) & 0xFFFF for i in range(8)]
+    tests = []
+    for i in range(8):
+        bits = min(16, max(0, network.prefixlen - 16 * i))
+        if bits == 16:
+            tests.append(f"{n}[{i}] = {wanted[i]}")
+        elif bits:
+            tests.append(f"shiftright({n}[{i}], {16 - bits}) = {wanted[i] >> (16 - bits)}")
+    return _let(groups, n, " AND ".join(tests)) if tests else "TRUE"
+
+
+@_builtin(nulls="passes", shown_as_call=True)
+def is_ipv6_address_in_cidr(column: str, cidr_block: str) -> CheckSql:
+    """Passes when ``column`` is an IPv6 address inside ``cidr_block`` (e.g. ``2001:db8::/32``); other values fail.
+
+    Any text form ``is_valid_ipv6_address`` accepts is compared by its 128 bits; host bits in the
+    block are ignored. Pure SQL, no Python UDF (DQX uses a pandas UDF).
+    """
+    col = _column(column)
+    if not isinstance(cidr_block, str) or not _CIDR6.fullmatch(cidr_block):
+        raise _ArgumentError("an IPv6 CIDR block such as '2001:db8::/32'", cidr_block, "cidr_block")
+    try:
+        network = ipaddress.IPv6Network(cidr_block, strict=False)
+    except ValueError:
+        raise _ArgumentError("an IPv6 CIDR block such as '2001:db8::/32'", cidr_block, "cidr_block") from None
+    valid = _rlike(col.sql, IPV6_PATTERN)
+    inside = _ipv6_bits_test(col.sql, network)
+    return CheckSql(
+        _null_passes(col, f"CASE WHEN {valid} THEN coalesce({inside}, FALSE) ELSE FALSE END"),
+        _case(
+            valid,
+            _said(col, f"is not in the CIDR block {cidr_block}"),
+            _said(col, "is not a valid IPv6 address"),
+        ),
+    )
+
+
+# The ISO reference-data checks live in their own module; importing it registers them.
+from spark_quarantine.checks import iso as _iso  # noqa: E402,F401
 
 # Custom SQL -----------------------------------------------------------------------------------
 

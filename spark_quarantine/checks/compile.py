@@ -15,7 +15,7 @@ from typing import Any
 from spark_quarantine.checks.dataset import DATASET_CHECKS, bind_dataset_check
 from spark_quarantine.errors import SparkQuarantineError
 
-__all__ = ["CompiledCheck", "compile_rule_check", "is_dataset_check"]
+__all__ = ["CompiledCheck", "compile_rule_check", "describe_check", "is_dataset_check"]
 
 
 class _CheckProblem(SparkQuarantineError, ValueError):
@@ -52,7 +52,8 @@ def _default_name(function: str, arguments: Mapping[str, Any]) -> str:
     return function
 
 
-def _describe(function: str, arguments: Mapping[str, Any]) -> str:
+def describe_check(function: str, arguments: Mapping[str, Any]) -> str:
+    """The check as a call, ``is_in_range(column='amount', min_limit=0)``: how results show a long check."""
     args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
     return f"{function}({args})"
 
@@ -65,12 +66,12 @@ def compile_rule_check(function: str, arguments: Mapping[str, Any]) -> CompiledC
             bind_dataset_check(function, arguments)
         except ValueError as exc:
             raise _CheckProblem(str(exc)) from None
-        return CompiledCheck(_describe(function, arguments), None, name, "dataset")
+        return CompiledCheck(describe_check(function, arguments), None, name, "dataset")
     from spark_quarantine import checks
 
     definition = checks.get_check(function)
     if not definition.builtin:
         checks.bind_arguments(function, arguments)
-        return CompiledCheck(_describe(function, arguments), None, name, "custom")
+        return CompiledCheck(describe_check(function, arguments), None, name, "custom")
     compiled = checks.compile_check(function, arguments)
     return CompiledCheck(compiled.condition, compiled.message, name, "row")

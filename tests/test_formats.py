@@ -594,7 +594,7 @@ class TestDqx:
         checks = [
             {"check": {"function": "is_not_less_than", "arguments": {"column": "a", "limit": "b * 2"}}},
             {"check": {"function": "is_not_null", "arguments": {"column": "try_element_at(m, 'k')"}}},
-            {"check": {"function": "is_ipv6_address_in_cidr", "arguments": {"column": "a", "cidr_block": "::/0"}}},
+            {"check": {"function": "does_not_contain_pii", "arguments": {"column": "a"}}},
             {"check": {"function": "is_in_range", "arguments": {"column": "a"}}},
         ]
         conversion = convert(checks)
@@ -603,7 +603,7 @@ class TestDqx:
             {"column": {"sql": "try_element_at(m, 'k')"}},
         ]
         assert conversion.notes[0] == (
-            "DQX check #3 (is_ipv6_address_in_cidr): DQX's is_ipv6_address_in_cidr has no "
+            "DQX check #3 (does_not_contain_pii): DQX's does_not_contain_pii has no "
             "spark_quarantine built-in, so it was not converted."
         )
         assert conversion.notes[1].startswith("DQX check #4 (is_in_range): check 'is_in_range': ")

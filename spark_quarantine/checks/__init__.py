@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
+from spark_quarantine.checks.iso import iso_codes
 from spark_quarantine.errors import SparkQuarantineError
 
 __all__ = [
@@ -1557,8 +1558,100 @@ def is_ipv6_address_in_cidr(column: str, cidr_block: str) -> CheckSql:
     )
 
 
-# The ISO reference-data checks live in their own module; importing it registers them.
-from spark_quarantine.checks import iso as _iso  # noqa: E402,F401
+# ISO codes ----------------------------------------------------------------------------------
+# The code lists come from checks/iso.py (pycountry). A list can hold thousands of codes, so
+# these checks show as their call in the error table and the DLQ, not as their SQL.
+
+
+def _format(value: Any, formats: tuple[str, ...]) -> str:
+    text = _text_arg(value, "code_format").lower()  # DQX matches the format name ignoring case
+    if text not in formats:
+        raise _ArgumentError(f"one of {', '.join(formats)}", value, "code_format")
+    return text
+
+
+def _membership(col: _Col, codes: tuple[str, ...], case_sensitive: bool, numeric: bool) -> str:
+    """``<column> IN (<codes>)``; numeric codes compare as strings so '004' never matches 4."""
+    if numeric:
+        subject, listed = f"CAST({col.sql} AS STRING)", codes
+    elif case_sensitive:
+        subject, listed = col.sql, codes
+    else:
+        subject, listed = f"lower({col.sql})", tuple(sorted({c.lower() for c in codes}))
+    return f"{subject} IN ({', '.join(sql_literal(c) for c in listed)})"
+
+
+def _iso_check(
+    column: Any, standard: str, kind: str, code_format: Any, formats: tuple[str, ...], case_sensitive: Any
+) -> CheckSql:
+    fmt = _format(code_format, formats)
+    sensitive = _bool(case_sensitive, "case_sensitive")
+    col = _column(column)
+    condition = _membership(col, iso_codes(standard, fmt), sensitive, fmt == "numeric")
+    return CheckSql(_null_passes(col, condition), _said(col, f"is not a valid ISO {standard} {fmt} {kind} code"))
+
+
+@_builtin(nulls="passes", shown_as_call=True)
+def is_valid_country_code(column: str, code_format: str = "alpha-2", case_sensitive: bool = True) -> CheckSql:
+    """Passes when ``column`` is an ISO 3166-1 country code: ``alpha-2`` (``US``), ``alpha-3`` (``USA``) or ``numeric``.
+
+    Officially assigned codes only (no user-assigned ``XK``); numeric codes are the zero-padded
+    three-digit text (``004``), compared as strings. ``case_sensitive`` does not apply to
+    numeric codes. Codes from pycountry, embedded when the rule is compiled.
+    """
+    return _iso_check(column, "3166-1", "country", code_format, ("alpha-2", "alpha-3", "numeric"), case_sensitive)
+
+
+@_builtin(nulls="passes", shown_as_call=True)
+def is_valid_currency_code(column: str, code_format: str = "alphabetic", case_sensitive: bool = True) -> CheckSql:
+    """Passes when ``column`` is an ISO 4217 currency code: ``alphabetic`` (``USD``) or ``numeric`` (``840``).
+
+    Every assigned code passes, including ``XXX``, ``XTS``, the metals and ``XDR``; numeric codes
+    are zero-padded text. Codes from pycountry, embedded when the rule is compiled.
+    """
+    return _iso_check(column, "4217", "currency", code_format, ("alphabetic", "numeric"), case_sensitive)
+
+
+@_builtin(nulls="passes", shown_as_call=True)
+def is_valid_language_code(column: str, code_format: str = "alpha-2", case_sensitive: bool = True) -> CheckSql:
+    """Passes when ``column`` is an ISO 639 language code: ``alpha-2`` (ISO 639-1, ``en``) or ``alpha-3`` (ISO 639-3).
+
+    ISO 639-2 bibliographic codes that differ from the terminology code (``ger``) do not pass.
+    Codes are lower case as registered; ``case_sensitive=False`` accepts any case. Codes from
+    pycountry, embedded when the rule is compiled.
+    """
+    return _iso_check(column, "639", "language", code_format, ("alpha-2", "alpha-3"), case_sensitive)
+
+
+@_builtin(nulls="passes (so does a NULL country_column)", shown_as_call=True)
+def is_valid_subdivision_code(column: str, case_sensitive: bool = True, country_column: str | None = None) -> CheckSql:
+    """Passes when ``column`` is an ISO 3166-2 subdivision code (``US-CA``, ``GB-ENG``).
+
+    With ``country_column``, the code's country prefix must also equal that column's value in
+    the same row (compared with the same case rule). Codes from pycountry, embedded when the
+    rule is compiled.
+    """
+    sensitive = _bool(case_sensitive, "case_sensitive")
+    col = _column(column)
+    condition = _membership(col, iso_codes("3166-2", "code"), sensitive, numeric=False)
+    message = _said(col, "is not a valid ISO 3166-2 subdivision code")
+    if country_column is None:
+        return CheckSql(_null_passes(col, condition), message)
+    country = _column(country_column, "country_column")
+
+    def folded(sql: str) -> str:
+        return sql if sensitive else f"lower({sql})"
+
+    prefix = f"split_part({folded(col.sql)}, '-', 1)"
+    matches = f"({country.sql} IS NULL OR {prefix} = {folded(country.sql)})"
+    mismatch = _concat(
+        f"{col.display} = ", _text(col.sql), f" is not a subdivision of {country.display} = ", _text(country.sql)
+    )
+    return CheckSql(
+        _null_passes(col, f"({condition} AND {matches})"),
+        f"CASE WHEN {condition} THEN {mismatch} ELSE {message} END",
+    )
+
 
 # Custom SQL -----------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ error-table metadata only for rows that failed.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -97,7 +98,9 @@ def _first_line(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
+def check_rules_against(
+    df: DataFrame, rules: Sequence[Rule], *, references: Mapping[str, DataFrame] | None = None
+) -> list[Problem]:
     """Check enabled rules against ``df``'s schema without running a job.
 
     Raises :class:`RuleValidationError` listing every error; returns the warnings
@@ -117,7 +120,7 @@ def check_rules_against(df: DataFrame, rules: Sequence[Rule]) -> list[Problem]:
         ]
     if any(compiled_kind(r) != "row" for r in enabled):
         with expected_errors():
-            return _check_rules_against(df, enabled)  # dataset and custom checks: analysed every time
+            return _check_rules_against(df, enabled, references)  # dataset and custom checks: analysed every time
     key = ("check", df.schema.json(), _rules_key(enabled))
     with expected_errors():
         outcome = _memo(key, lambda: _capture(lambda: _check_rules_against(df, enabled)))
@@ -162,14 +165,16 @@ def _capture(check: Callable[[], list[Problem]]) -> list[Problem] | RuleValidati
         return exc
 
 
-def _check_rules_against(df: DataFrame, enabled: Sequence[Rule]) -> list[Problem]:
+def _check_rules_against(
+    df: DataFrame, enabled: Sequence[Rule], references: Mapping[str, DataFrame] | None = None
+) -> list[Problem]:
     problems: list[Problem] = []
     parsed: list[tuple[Rule, Column]] = []
     # PySpark's own log line for each analysis error provoked here is dropped by the caller's
     # expected_errors(); the error itself is reported as a coded problem.
     for rule in enabled:
         if compiled_kind(rule) == "dataset":
-            problems.extend(_dataset_problems(df, rule))
+            problems.extend(_dataset_problems(df, rule, references))
             continue
         subquery = _subquery_problem(rule)
         if subquery is not None:  # from the text: planning a subquery could start Spark jobs
@@ -200,32 +205,91 @@ def _subquery_problem(rule: Rule) -> Problem | None:
     return None
 
 
-def _dataset_problems(df: DataFrame, rule: Rule) -> list[Problem]:
-    """Columns of a dataset-level check exist; a whole-dataset aggregate cannot drop; no filter."""
+def _table_exists(df: DataFrame, name: str) -> bool:
+    try:
+        return bool(df.sparkSession.catalog.tableExists(name))
+    except Exception:  # noqa: BLE001 - a name the catalog cannot even parse does not exist either
+        return False
+
+
+def _dataset_problems(df: DataFrame, rule: Rule, references: Mapping[str, DataFrame] | None = None) -> list[Problem]:
+    """Columns of a dataset-level check exist with usable types; a whole-dataset aggregate cannot drop."""
     from spark_quarantine.checks.dataset import bind_dataset_check
 
     assert rule.check is not None
-    check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
+    function = rule.check.function
+    check = bind_dataset_check(function, dict(rule.check.arguments))
     problems = []
-    missing = [c for c in (*check.columns, *check.group_by) if c not in df.columns]
+    missing = [c for c in check.input_columns if c not in df.columns]
     if missing:
         problems.append(
+            _problem(rule, "SQ-R021", f"{function} names column(s) the DataFrame lacks: {', '.join(missing)}")
+        )
+        return problems
+    if check.ref_table and not _table_exists(df, check.ref_table):
+        problems.append(
+            _problem(rule, "SQ-R021", f"{function} reads ref_table {check.ref_table!r}, which does not exist")
+        )
+    if check.ref_df_name and references is not None and check.ref_df_name not in references:
+        problems.append(
             _problem(
-                rule, "SQ-R021", f"{rule.check.function} names column(s) the DataFrame lacks: {', '.join(missing)}"
+                rule,
+                "SQ-R021",
+                f"{function} reads ref_df_name {check.ref_df_name!r}, which is not in "
+                "spark.quarantine.reference_dataframes",
             )
         )
+    types = {f.name: f.dataType for f in df.schema.fields}
+    if function == "has_no_outliers" and type(types[check.columns[0]]).__name__ not in _NUMBER_TYPES:
+        problems.append(
+            _problem(
+                rule,
+                "SQ-R017",
+                f"has_no_outliers needs a numeric column; {check.columns[0]!r} is {types[check.columns[0]].simpleString()}",  # noqa: E501
+            )
+        )
+    timed = {"has_no_aggr_outliers": check.options.get("time_column")}
+    if function in ("is_data_fresh_per_time_window", "has_no_gaps_per_time_window"):
+        timed[function] = check.columns[0]
+    column = timed.get(function)
+    if column and type(types[column]).__name__ not in ("DateType", "TimestampType", "TimestampNTZType"):
+        problems.append(
+            _problem(
+                rule,
+                "SQ-R017",
+                f"{function} needs a date or timestamp column; {column!r} is {types[column].simpleString()}",
+            )
+        )
+    if function == "sql_query":
+        text = _strip_comments(str(check.options["query"])).strip().rstrip(";").strip()
+        if not re.match(r"(?is)^(select|with)\b", text) or ";" in text:
+            problems.append(
+                _problem(
+                    rule, "SQ-R024", f"sql_query must be one SELECT (or WITH ... SELECT) query, found {text[:80]!r}"
+                )
+            )
     if check.whole_dataset and rule.action_if_failed is Action.DROP:
         problems.append(
             _problem(
                 rule,
                 "SQ-R019",
-                f"{rule.check.function} without group_by judges the whole dataset: it can fail the run "
+                f"{function} without group_by judges the whole dataset: it can fail the run "
                 "(action_if_failed: fail) or warn (ignore), not drop rows",
             )
         )
     if rule.filter:
-        problems.append(_problem(rule, "SQ-R017", "'filter' is not supported on dataset-level checks"))
+        try:
+            df.select(F.expr(rule.filter)).schema  # noqa: B018 - analysis only
+        except (AnalysisException, ParseException) as exc:
+            problems.append(_problem(rule, "SQ-R021", f"filter {rule.filter!r} does not analyse: {_first_line(exc)}"))
     return problems
+
+
+_NUMBER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "DecimalType", "FloatType", "DoubleType")
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"--[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
 
 
 def _analyse(df: DataFrame, parsed: list[tuple[Rule, Column]]) -> list[Problem]:
@@ -454,6 +518,8 @@ def flag_rows(
     flag_columns: list[Column] = []
     error_columns: list[Column] = []
     metrics: list[tuple[Rule, Column]] = []
+    message_columns: list[Column] = []
+    dataset_messages: dict[int, str] = {}
     kinds = [compiled_kind(rule) for rule in enabled]
     guards = _row_guards(df, enabled, kinds)
     errors = tuple(
@@ -462,10 +528,13 @@ def flag_rows(
     for i, (rule, name) in enumerate(zip(enabled, flags, strict=True)):
         row_guard = guards[i]
         if kinds[i] == "dataset":
-            source, failed, metric = _dataset_flag(source, rule, i, references or {})
+            source, failed, metric, said = _dataset_flag(source, rule, i, references or {})
             if metric is not None:
                 metrics.append((rule, metric))
             flag_columns.append(failed.alias(name))
+            if said is not None:  # the row's message, kept beside its flag for the result maps
+                dataset_messages[i] = f"`{FLAG_PREFIX}m{i}`"
+                message_columns.append(F.when(failed, said).alias(f"{FLAG_PREFIX}m{i}"))
         elif row_guard is None:
             flag_columns.append((~F.coalesce(rule_condition(rule), F.lit(False))).alias(name))
         else:
@@ -476,8 +545,8 @@ def flag_rows(
             flag_columns.append(failed.alias(name))
     summaries = _summaries(enabled, flags, coerce_to_drop)
     kept_columns = [col(c) for c in (*columns, *carry)]
-    flagged = source.select(*kept_columns, *flag_columns, *error_columns).select("*", *summaries)
-    messages = tuple(g.message if g is not None else None for g in guards)
+    flagged = source.select(*kept_columns, *flag_columns, *error_columns, *message_columns).select("*", *summaries)
+    messages = tuple(dataset_messages.get(i, g.message if g is not None else None) for i, g in enumerate(guards))
     return Flagged(
         df=flagged,
         columns=columns,
@@ -609,12 +678,6 @@ def _summaries(enabled: Sequence[Rule], flags: Sequence[str], coerce_to_drop: bo
     return [_any(is_drop).alias(DROP_FLAG), _any([F.col(n) for n in flags]).alias(ANY_FLAG)]
 
 
-def _aggregate(kind: str, column: Column) -> Column:
-    if kind == "count_distinct":
-        return F.size(F.collect_set(column))
-    return {"count": F.count, "sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}[kind](column)
-
-
 def _compare(value: Column, check: Any) -> Column:
     limit = F.lit(check.limit)
     return {"<=": value <= limit, ">=": value >= limit, "=": value == limit, "<>": value != limit}[check.comparison]
@@ -622,20 +685,34 @@ def _compare(value: Column, check: Any) -> Column:
 
 def _dataset_flag(
     df: DataFrame, rule: Rule, index: int, references: Mapping[str, DataFrame]
-) -> tuple[DataFrame, Column, Column | None]:
-    """(frame with any helper columns, failure flag, whole-dataset metric or None)."""
+) -> tuple[DataFrame, Column, Column | None, Column | None]:
+    """(frame with any helper columns, failure flag, whole-dataset metric or None, message or None).
+
+    The rule's ``filter`` scopes the check: only the rows it selects are counted, joined or
+    judged; the others pass.
+    """
     from pyspark.sql.window import Window
 
+    from spark_quarantine import dataset_checks
     from spark_quarantine.checks.dataset import bind_dataset_check
 
     assert rule.check is not None
     check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
+    if check.function in dataset_checks.BUILDERS:
+        built = dataset_checks.build(df, check, index, references, rule.filter or None)
+        return built.frame, built.failed, None, built.message
+    scope = F.coalesce(F.expr(rule.filter), F.lit(False)) if rule.filter else None
+
+    def scoped(flag: Column) -> Column:
+        return flag if scope is None else (scope & flag)
+
     keys = [col(c) for c in check.columns]
     if check.function == "is_unique":
-        duplicated = F.count(F.lit(1)).over(Window.partitionBy(*keys)) > 1
+        counted = F.lit(1) if scope is None else F.when(scope, 1)
+        duplicated = F.count(counted).over(Window.partitionBy(*keys)) > 1
         if check.nulls_distinct:
             duplicated = duplicated & _all_not_null(keys)
-        return df, duplicated, None
+        return df, scoped(duplicated), None, None
     if check.function == "foreign_key":
         reference = references.get(check.ref_df_name or "") if check.ref_df_name else None
         if reference is None:
@@ -651,12 +728,12 @@ def _dataset_flag(
         joined = df.join(ref_keys, condition, "left")
         found = F.col(marker).isNotNull()
         failed = found if check.negate else (~found & _all_not_null(keys))
-        return joined, failed, None
-    value = _aggregate(check.aggr_type, col(check.columns[0]))
+        return joined, scoped(failed), None, None
+    value = dataset_checks.aggregate(check.aggr_type, check.columns[0], check.aggr_params, scope)
     if check.group_by:
         windowed = value.over(Window.partitionBy(*[col(g) for g in check.group_by]))
-        return df, ~F.coalesce(_compare(windowed, check), F.lit(False)), None
-    return df, F.lit(False), _compare(value, check)
+        return df, scoped(~F.coalesce(_compare(windowed, check), F.lit(False))), None, None
+    return df, F.lit(False), _compare(value, check), None
 
 
 def _all_not_null(columns: list[Column]) -> Column:

@@ -574,14 +574,6 @@ _DQX_ROW_CHECKS = frozenset(
 #: DQX's dataset-level checks with no spark_quarantine equivalent.
 _DQX_OTHER_DATASET_CHECKS = frozenset(
     {
-        "sql_query",
-        "compare_datasets",
-        "is_data_fresh_per_time_window",
-        "has_no_gaps_per_time_window",
-        "has_valid_schema",
-        "has_no_outliers",
-        "has_no_aggr_outliers",
-        "aggr_matches_dataset",
         "are_polygons_mutually_disjoint",  # geo
         "has_no_row_anomalies",  # the anomaly module (a model)
     }
@@ -723,7 +715,7 @@ def _dqx_column_problem(arguments: Mapping[str, Any], for_each: Any) -> str | No
     if isinstance(arguments.get("columns"), list):
         columns += arguments["columns"]
     for column in columns:
-        if isinstance(column, str) and not _COLUMN_NAME.match(column.strip()):
+        if isinstance(column, str) and column.strip() != "*" and not _COLUMN_NAME.match(column.strip()):
             return f"its column {column!r} is an expression, and spark_quarantine's dataset checks take column names"
     return None
 
@@ -780,12 +772,6 @@ def _dqx_dataset_rules(
     row_filter: str | None,
     notes: list[str],
 ) -> list[dict[str, Any]]:
-    if row_filter:
-        notes.append(
-            f"{label}: DQX applies the filter before the dataset-level check {function}, "
-            "which spark_quarantine cannot do, so it was not converted."
-        )
-        return []
     problem = _dqx_column_problem(arguments, for_each)
     if problem:
         notes.append(f"{label}: {problem}, so it was not converted.")
@@ -824,7 +810,9 @@ def _dqx_dataset_rules(
                 f"{label}: a NULL {bound.aggr_type} (every value NULL) passes in DQX but fails in spark_quarantine."
             )
         rule_name = f"{name}_{'_'.join(bound.columns)}" if name and for_each else name
-        rules.append(_check_rule(rule_name, function, args, None, rule_action, None))
+        if function == "sql_query" and not rule_name and isinstance(args.get("name"), str):
+            rule_name = args["name"]
+        rules.append(_check_rule(rule_name, function, args, None, rule_action, row_filter))
     return rules
 
 

@@ -67,7 +67,7 @@ def _flag(df: DataFrame, checks: Any, user_conf: Mapping[str, Any] | None) -> tu
     rules = load_rules(checks, params=settings.rules_params)
     run_id, run_at = new_run_id(), datetime.now(timezone.utc)
     log = get_logger(run_id=run_id)
-    for warning in check_rules_against(df, rules):
+    for warning in check_rules_against(df, rules, references=settings.reference_dataframes):
         log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
     flagged = flag_rows(df, rules, references=settings.reference_dataframes)
     if flagged.dataset_metrics:

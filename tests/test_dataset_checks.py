@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -178,3 +179,147 @@ class TestArguments:
         with pytest.raises(RuleValidationError) as info:
             run(spark, table, orders, [check("is_unique", columns=["nope"])])
         assert info.value.code == "SQ-R021"
+
+
+DQX_DATASET_FILE = Path(__file__).parent / "data" / "formats" / "dqx_dataset_checks.yaml"
+
+
+@pytest.fixture(scope="module")
+def clean(spark: SparkSession) -> DataFrame:
+    """Three rows every check of the DQX dataset reference file passes (as DQX's test data does)."""
+    import datetime as dt
+
+    day = dt.date(2025, 1, 2)
+    rows = [
+        (1, 10, "k1", 1, 1, day, dt.datetime(2025, 1, 12, 1)),
+        (2, 20, "k2", 2, 2, day, dt.datetime(2025, 1, 12, 2)),
+        (3, 30, "k3", 3, 3, day, dt.datetime(2025, 1, 12, 3)),
+    ]
+    return spark.createDataFrame(rows, "id int, amount int, key string, qty int, grp int, day date, at timestamp")
+
+
+class TestDqxDatasetReference:
+    """Our own file in DQX's format holds every dataset check of DQX's registry, each argument form it documents."""
+
+    def test_every_check_converts_and_the_clean_frame_passes_them_all(
+        self, spark: SparkSession, clean: DataFrame, table: str
+    ) -> None:
+        import yaml
+
+        from spark_quarantine.formats import convert
+
+        checks = yaml.safe_load(DQX_DATASET_FILE.read_text())
+        conversion = convert(checks)
+        functions = {c["check"]["function"] for c in checks}
+        assert {r["check"]["function"] for r in conversion.rules} == functions
+        assert len(conversion.rules) == len(checks) + 1  # for_each_column gives two rules
+        reference = clean.withColumnRenamed("key", "ref_key").withColumnRenamed("qty", "ref_qty")
+        now = "2025-01-12 03:30:00"
+        for rule in conversion.rules:  # a fixed "now", so the freshness window is the data's
+            if rule["check"]["function"] == "is_data_fresh_per_time_window":
+                rule["check"]["arguments"]["curr_timestamp"] = now
+        result, kept, errors = run(
+            spark, table, clean, conversion.rules, **{"spark.quarantine.reference_dataframes": {"ref": reference}}
+        )
+        assert errors == {}
+        assert kept == [10, 20, 30]
+        assert result.input_rows == 3 and set(result.rule_failures.values()) == {0}
+
+
+class TestNewDqxDatasetChecks:
+    """Each dataset check DQX added, failing the rows DQX's tests say it fails."""
+
+    def failures(self, spark: SparkSession, table: str, df: DataFrame, rule: dict[str, Any], **conf: Any) -> Any:
+        _, _, errors = run(spark, table, df, [rule], **conf)
+        return errors
+
+    def test_sql_query_joins_back_on_merge_columns_or_judges_the_dataset(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        query = "SELECT customer, SUM(amount) > 45 AS condition FROM {{ input_view }} GROUP BY customer"
+        rule = check("sql_query", name="big_customer", query=query, merge_columns=["customer"], msg="too big")
+        assert set(self.failures(spark, table, orders, rule)) == {(None, 40), (None, 50), (4, 60)}
+        whole = check(
+            "sql_query", action="ignore", name="many", query="SELECT COUNT(*) > 5 AS condition FROM {{input_view}}"
+        )
+        assert len(self.failures(spark, f"{table}_2", orders, whole)) == 6
+
+    def test_sql_query_that_is_not_a_select_is_refused_before_any_write(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        rule = check("sql_query", name="evil", query="DROP TABLE x -- {{ input_view }}")
+        with pytest.raises(RuleValidationError) as info:
+            run(spark, table, orders, [rule])
+        assert [p.code for p in info.value.problems] == ["SQ-R024"]
+        assert not spark.catalog.tableExists(table)
+
+    def test_compare_datasets_flags_changed_and_extra_rows_with_a_json_diff(
+        self, spark: SparkSession, table: str
+    ) -> None:
+        import json
+
+        df = spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0), (3, "c", 3.0)], "id int, name string, amount double")
+        ref = spark.createDataFrame([(1, "a", 1.001), (2, "x", 2.0)], "rid int, name string, amount double")
+        rule = check(
+            "compare_datasets", name="same", columns=["id"], ref_columns=["rid"], ref_df_name="r", abs_tolerance=0.01
+        )
+        _, kept, _ = run(spark, table, df, [rule], **{"spark.quarantine.reference_dataframes": {"r": ref}})
+        rows = {r["id"]: r["meta_row_dq_results"][0]["message"] for r in spark.read.table(f"{table}_error").collect()}
+        assert set(rows) == {2, 3}
+        assert json.loads(rows[2]) == {
+            "row_missing": False,
+            "row_extra": False,
+            "changed": {"name": {"df": "b", "ref": "x"}},
+        }
+        assert json.loads(rows[3])["row_extra"] is True
+
+    def test_aggr_matches_dataset_per_group_and_overall(
+        self, spark: SparkSession, orders: DataFrame, table: str
+    ) -> None:
+        ref = orders.filter("region <> 'APAC'")
+        conf = {"spark.quarantine.reference_dataframes": {"up": ref}}
+        grouped = check("aggr_matches_dataset", name="m", column="*", ref_df_name="up", group_by=["region"])
+        assert set(self.failures(spark, table, orders, grouped, **conf)) == {(4, 60)}  # APAC missing upstream
+        overall = check("aggr_matches_dataset", name="m", column="amount", aggr_type="sum", ref_df_name="up")
+        assert len(self.failures(spark, f"{table}_2", orders, overall, **conf)) == 6
+
+    def test_freshness_gaps_schema_and_outliers(self, spark: SparkSession, table: str) -> None:
+        import datetime as dt
+
+        t = dt.datetime(2025, 1, 1)
+        rows = [
+            (i, t + dt.timedelta(days=d), v) for i, (d, v) in enumerate([(0, 10), (0, 11), (1, 12), (3, 9), (3, 500)])
+        ]
+        df = spark.createDataFrame(rows, "id int, at timestamp, amount int")
+        fresh = check(
+            "is_data_fresh_per_time_window", name="f", column="at", window_minutes=1440, min_records_per_window=2,
+            curr_timestamp="2025-01-10 00:00:00",
+        )  # fmt: skip
+        assert {k[0] for k in self.failures(spark, table, df, fresh)} == {2}
+        gaps = check("has_no_gaps_per_time_window", name="g", column="at", window_minutes=1440)
+        assert {k[0] for k in self.failures(spark, f"{table}_2", df, gaps)} == {2}  # day 2 missing after day 1
+        schema = check("has_valid_schema", name="s", expected_schema="id BIGINT, at DATE, amount STRING")
+        assert len(self.failures(spark, f"{table}_3", df, schema)) == 5  # amount is no string
+        outliers = check("has_no_outliers", name="o", column="amount")
+        assert {k[0] for k in self.failures(spark, f"{table}_4", df, outliers)} == {4}
+
+    def test_filter_scopes_a_dataset_check(self, spark: SparkSession, orders: DataFrame, table: str) -> None:
+        """Only rows the filter selects are counted and judged: id 2 is unique among EU rows... once."""
+        rule = {**check("is_unique", columns=["id"]), "filter": "region = 'US'"}
+        assert self.failures(spark, table, orders, rule) == {}
+        rule = {**check("is_unique", columns=["customer"]), "filter": "region = 'EU'"}
+        assert set(self.failures(spark, f"{table}_2", orders, rule)) == {(1, 10), (2, 20)}
+
+
+def test_a_reference_that_is_not_there_is_refused_before_any_write(
+    spark: SparkSession, orders: DataFrame, table: str
+) -> None:
+    """A ref_table the catalog lacks, or a ref_df_name not given in user_conf: SQ-R021, nothing written."""
+    rules = [
+        check("aggr_matches_dataset", name="a", column="*", ref_table="no_such_table_here"),
+        check("compare_datasets", name="b", columns=["id"], ref_columns=["id"], ref_df_name="missing"),
+    ]
+    with pytest.raises(RuleValidationError) as info:
+        run(spark, table, orders, rules)
+    assert [p.code for p in info.value.problems] == ["SQ-R021", "SQ-R021"]
+    assert not spark.catalog.tableExists(table)

@@ -13,7 +13,10 @@ DATA = Path(__file__).parent / "data" / "formats"
 
 def test_a_dqx_check_file_runs_with_dqx_semantics(spark: SparkSession, table: str) -> None:
     """error rows leave the result, warn rows stay; NULL passes range and list checks as in DQX; filters apply."""
-    rules = load_rules(DATA / "dqx_checks.yaml")
+    everything = load_rules(DATA / "dqx_checks.yaml")
+    # compare_datasets reads main.sales.orders_snapshot, a table of the user's catalog, not of this test.
+    rules = [r for r in everything if not (r.check and r.check.function == "compare_datasets")]
+    assert len(rules) == len(everything) - 1
     names = [r.name for r in rules]
     assert "order_id_is_not_null" in names and "amount_in_range" in names
     orders = spark.createDataFrame(

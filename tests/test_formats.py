@@ -481,12 +481,21 @@ class TestDqx:
                 },
                 "action_if_failed": "ignore",
             },
+            {
+                "check": {
+                    "function": "compare_datasets",
+                    "arguments": {
+                        "columns": ["order_id"],
+                        "ref_columns": ["order_id"],
+                        "ref_table": "main.sales.orders_snapshot",
+                    },
+                },
+                "action_if_failed": "drop",
+            },
         )
         assert conversion.notes == (
             "DQX check #7 (sql_expression): DQX passes a row whose expression is NULL, so it became "
             "coalesce((expression), true).",
-            "DQX check #10 (compare_datasets): compare_datasets is a DQX dataset-level check spark_quarantine "
-            "has no equivalent for.",
         )
 
     def test_the_json_check_file(self) -> None:
@@ -510,6 +519,11 @@ class TestDqx:
                 "action_if_failed": "ignore",
             },
             {
+                "check": {"function": "is_unique", "arguments": {"columns": ["ssn"]}},
+                "action_if_failed": "drop",
+                "filter": "country = 'US'",
+            },
+            {
                 "check": {
                     "function": "is_aggr_not_less_than",
                     "arguments": {"column": "customer_id", "aggr_type": "count", "limit": 1},
@@ -523,10 +537,15 @@ class TestDqx:
                 },
                 "action_if_failed": "ignore",
             },
+            {
+                "check": {
+                    "function": "has_valid_schema",
+                    "arguments": {"expected_schema": "customer_id BIGINT, name STRING, age INT"},
+                },
+                "action_if_failed": "drop",
+            },
         )
         assert conversion.notes == (
-            "DQX check #4 (is_unique): DQX applies the filter before the dataset-level check is_unique, "
-            "which spark_quarantine cannot do, so it was not converted.",
             "DQX check #5 (is_aggr_not_less_than): a whole-dataset is_aggr_not_less_than with criticality error "
             "quarantines every row in DQX; a whole-dataset rule cannot drop rows here, so it fails the run instead "
             "(no row is written to the target, every row goes to the error table).",
@@ -534,8 +553,6 @@ class TestDqx:
             "spark_quarantine.",
             "DQX check #7 (foreign_key): spark_quarantine's foreign_key takes no argument null_safe "
             "(only columns, ref_columns, ref_table, ref_df_name, negate), so it was not converted.",
-            "DQX check #8 (has_valid_schema): has_valid_schema is a DQX dataset-level check spark_quarantine "
-            "has no equivalent for.",
         )
 
     def test_converted_dataset_checks_load(self) -> None:

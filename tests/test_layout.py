@@ -19,7 +19,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["user_config", "tokens"], 1),
     **dict.fromkeys(["config", "rules", "alerts"], 2),
     **dict.fromkeys(["checks", "formats", "loading"], 3),
-    "evaluate": 4,
+    **dict.fromkeys(["evaluate", "dataset_checks"], 4),
     "sinks": 5,
     "run": 6,
     **dict.fromkeys(["decorator", "end_to_end", "dlq", "testing", "in_memory"], 7),

@@ -191,7 +191,7 @@ class _Run:
     def check(self) -> None:
         spec, route, df = self.spec, self.route, self.df
         check_input_columns(df.columns)  # the route's working columns are added later, never by the user
-        self.warnings += check_rules_against(df, spec.rules)
+        self.warnings += check_rules_against(df, spec.rules, references=spec.settings.reference_dataframes)
         for warning in self.warnings:
             self.log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
         self.flagged = self._flag(df)

@@ -264,6 +264,7 @@ class TestNewDqxDatasetChecks:
             "compare_datasets", name="same", columns=["id"], ref_columns=["rid"], ref_df_name="r", abs_tolerance=0.01
         )
         _, kept, _ = run(spark, table, df, [rule], **{"spark.quarantine.reference_dataframes": {"r": ref}})
+        assert kept == [1.0]  # within abs_tolerance of the reference
         rows = {r["id"]: r["meta_row_dq_results"][0]["message"] for r in spark.read.table(f"{table}_error").collect()}
         assert set(rows) == {2, 3}
         assert json.loads(rows[2]) == {

@@ -36,11 +36,37 @@ def tables() -> dict[str, str]:
     for spec in user_config.KEYS.values():
         constant = f"`user_config.{constants[spec.name]}`" if spec.name in constants else ""
         keys.append(f"| `{spec.name}` | {constant} | {spec.type} | `{_cell(repr(spec.default))}` | {spec.doc} |")
-    checks = ["| check | a NULL value | what it checks |", "|---|---|---|"]
+    import inspect
+
+    from spark_quarantine.checks.dataset import DATASET_CHECK_FACTS, DATASET_CHECKS
+
+    checks = [
+        "| check | a NULL value | cost | DQX / Spark Expectations | what it checks |",
+        "|---|---|---|---|---|",
+    ]
     for definition in registered_checks().values():
         if definition.builtin:
-            cells = (f"`{definition.signature}`", definition.nulls, definition.doc)
+            peer = "DQX `" + definition.name + "`; SE: a `row_dq` expectation"
+            if definition.name == "sql_expression":
+                peer = "DQX `sql_expression`; SE: any `row_dq` expectation"
+            cells = (f"`{definition.signature}`", definition.nulls, "none: one projection", peer, definition.doc)
             checks.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    checks += [
+        "",
+        "Dataset-level checks (each honours the rule's `filter`):",
+        "",
+        "| check | a NULL value | cost | DQX / Spark Expectations | what it checks |",
+        "|---|---|---|---|---|",
+    ]
+    for name, func in DATASET_CHECKS.items():
+        signature = inspect.signature(func)
+        plain = [p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()]
+        shown = name + str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))
+        nulls, cost = DATASET_CHECK_FACTS[name]
+        peer = f"DQX `{name}`" + ("; SE: an `agg_dq` expectation" if name.startswith("is_aggr_") else "")
+        doc = inspect.getdoc(func) or ""
+        first = " ".join(doc.split("\n\n")[0].split())
+        checks.append("| " + " | ".join(_cell(c) for c in (f"`{shown}`", nulls, cost, peer, first)) + " |")
     return {
         name: "\n".join(lines) + "\n"
         for name, lines in (("codes.md", codes), ("user_conf.md", keys), ("checks.md", checks))

@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AGGREGATES", "DATASET_CHECKS", "DatasetCheck", "bind_dataset_check"]
+__all__ = ["AGGREGATES", "DATASET_CHECKS", "DATASET_CHECK_FACTS", "DatasetCheck", "bind_dataset_check"]
 
 #: Aggregates the aggregate checks take (DQX's curated set); ``percentile`` and
 #: ``approx_percentile`` need ``aggr_params: {percentile: 0.95}``.
@@ -530,6 +530,44 @@ DATASET_CHECKS: dict[str, Callable[..., DatasetCheck]] = {
         has_no_outliers,
         has_no_aggr_outliers,
     )
+}
+
+
+#: Per dataset check: (what a NULL does, what it costs beyond the one projection). The
+#: reference page is generated from it.
+DATASET_CHECK_FACTS: dict[str, tuple[str, str]] = {
+    "is_unique": ("a key with a NULL part passes (unless nulls_distinct=false)", "one shuffle (a window over the key)"),
+    "foreign_key": (
+        "a key with a NULL part passes",
+        "one join with the distinct reference keys (broadcast when small)",
+    ),
+    **dict.fromkeys(("is_aggr_not_greater_than", "is_aggr_not_less_than", "is_aggr_equal", "is_aggr_not_equal"), ("NULL values are not aggregated; a NULL aggregate fails", "with group_by one shuffle (a window); without, none (an observed metric of the write)")),
+    "sql_query": (
+        "a NULL condition passes; a row the query does not return passes",
+        "the user's query, joined back on merge_columns (one join) or broadcast as one row",
+    ),
+    "compare_datasets": (
+        "NULL equals NULL (null_safe_* options)",
+        "one join with the reference (broadcast when small)",
+    ),
+    "aggr_matches_dataset": (
+        "NULL aggregates on both sides match",
+        "the reference's aggregate, joined per group (one window over the input) or broadcast as one row",
+    ),
+    "is_data_fresh_per_time_window": (
+        "a NULL time is not counted and passes",
+        "one shuffle (a window per time bucket)",
+    ),
+    "has_no_gaps_per_time_window": (
+        "a NULL time passes",
+        "one shuffle (a window per group, ordered by bucket; one partition without group_by)",
+    ),
+    "has_valid_schema": ("not applicable (judges the schema)", "none: judged from the schema, no job"),
+    "has_no_outliers": ("NULL passes", "two whole-dataset medians, broadcast back as one row; no shuffle of the rows"),
+    "has_no_aggr_outliers": (
+        "NULL values are not aggregated",
+        "one aggregation per time bucket, broadcast back (the rows are not shuffled)",
+    ),
 }
 
 

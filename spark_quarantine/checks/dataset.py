@@ -541,7 +541,13 @@ DATASET_CHECK_FACTS: dict[str, tuple[str, str]] = {
         "a key with a NULL part passes",
         "one join with the distinct reference keys (broadcast when small)",
     ),
-    **dict.fromkeys(("is_aggr_not_greater_than", "is_aggr_not_less_than", "is_aggr_equal", "is_aggr_not_equal"), ("NULL values are not aggregated; a NULL aggregate fails", "with group_by one shuffle (a window); without, none (an observed metric of the write)")),
+    **dict.fromkeys(
+        ("is_aggr_not_greater_than", "is_aggr_not_less_than", "is_aggr_equal", "is_aggr_not_equal"),
+        (
+            "NULL values are not aggregated; a NULL aggregate fails",
+            "with group_by one shuffle (a window); without, none (an observed metric of the write)",
+        ),
+    ),
     "sql_query": (
         "a NULL condition passes; a row the query does not return passes",
         "the user's query, joined back on merge_columns (one join) or broadcast as one row",

@@ -1014,3 +1014,46 @@ def test_dqx_geo_pii_and_anomaly_checks_are_named_as_dqx_checks_we_lack_not_as_c
     assert len(conversion.notes) == 3
     assert not any("register_check" in note for note in conversion.notes)
     assert "DQX's is_point has no spark_quarantine built-in" in conversion.notes[0]
+
+
+class TestDqxRowReference:
+    """Our own file in DQX's format with every function and argument form of DQX's row reference file (68 checks)."""
+
+    def test_all_68_convert_and_the_clean_rows_pass_every_one(self, spark: SparkSession) -> None:
+        import datetime as dt
+
+        import yaml
+
+        from spark_quarantine import apply_checks_and_split
+
+        checks = yaml.safe_load((DATA / "dqx_row_checks.yaml").read_text())
+        assert len(checks) == 68
+        conversion = convert(checks)
+        assert len(conversion.rules) == 68  # every one converts (notes only say how NULL is kept DQX's way)
+        assert all("coalesce" in note for note in conversion.notes)
+        schema = (
+            "label string, qty int, qty2 int, nums array<int>, day date, at timestamp, attrs map<string,int>, "
+            "info struct<size:int>, two int, ip4 string, ip6 string, doc string, doc2 string, email string, "
+            "uid string, ssn string, country string, currency string, region string, lang string"
+        )
+        day = dt.date(2025, 1, 5)
+        rows = [
+            ("north", 1, 1, [1], day, dt.datetime(2025, 1, 15, 8), {"colour": 1}, (7,), 2, "10.20.1.1",
+             "2001:db8:0:42::1", '{"id": "a"}', '{"x": 1, "y": 2}', "ann@example.org",
+             "123e4567-e89b-12d3-a456-426614174000", "078-05-1120", "FR", "EUR", "FR-75C", "fr"),
+            ("south", 2, 2, [2, 3], day, dt.datetime(2025, 1, 15, 9), {"colour": 3}, (7,), 2, "10.20.255.254",
+             "2001:0db8:0000:0042:ffff:ffff:ffff:ffff", '{"id": "b", "extra": 1}', '{"x": 5, "y": null}',
+             '"bob smith"@example.co.uk', "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "219-09-9999", "JP", "JPY",
+             "JP-13", "ja"),
+            ("east", 3, 3, [3], day, dt.datetime(2025, 1, 15, 10), {"colour": 4}, (7,), 2, "10.20.0.0",
+             "2001:db8:0:42:1:2:10.0.0.1", '{"id": [1, 2]}', '{"x": 10, "y": 20, "z": {"k": 1}}',
+             "eve@[192.0.2.1]", "6fa459ea-ee8a-3ca4-894e-db77e160355e", "536-90-4399", "BR", "BRL", "BR-SP", "pt"),
+        ]  # fmt: skip
+        frame = spark.createDataFrame(rows, schema)
+        valid, invalid = apply_checks_and_split(frame, checks)
+        assert [r["meta_row_dq_results"] for r in invalid.collect()] == []
+        assert valid.count() == 3
+        spoiled = frame.limit(1).selectExpr("*", "'XX' AS c2").drop("country").withColumnRenamed("c2", "country")
+        _, invalid = apply_checks_and_split(spoiled.select(*frame.columns), checks)
+        (row,) = invalid.collect()
+        assert [m["rule"] for m in row["meta_row_dq_results"]] == ["country_is_valid_country_code"]

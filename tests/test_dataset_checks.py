@@ -324,3 +324,29 @@ def test_a_reference_that_is_not_there_is_refused_before_any_write(
         run(spark, table, orders, rules)
     assert [p.code for p in info.value.problems] == ["SQ-R021", "SQ-R021"]
     assert not spark.catalog.tableExists(table)
+
+
+def test_new_dataset_checks_quarantine_into_the_dlq_too(spark: SparkSession, orders: DataFrame, table: str) -> None:
+    """In DLQ mode a row failing a dataset check lands in the inbox with the rule's name, every other in the target."""
+    from spark_quarantine import create_dlq_tables
+
+    create_dlq_tables(spark, f"{table}_dlq")
+    query = "SELECT customer, COUNT(*) > 1 AS condition FROM {{ input_view }} GROUP BY customer"
+    rules = [
+        check("sql_query", name="repeat_customer", query=query, merge_columns=["customer"]),
+        check("has_no_outliers", name="amount_usual", column="amount"),
+    ]
+
+    @with_quarantine(
+        rules=rules,
+        target_table=f"{table}_target",
+        quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.orders_{table}"},
+    )
+    def pipeline() -> DataFrame:
+        return orders
+
+    kept = sorted(r["amount"] for r in pipeline().collect())
+    inbox = spark.read.table(f"{table}_dlq").collect()
+    assert kept == [30, 60]
+    assert len(inbox) == 4  # customers a and c, twice each
+    assert {f["name"] for r in inbox for f in r["_dlq_failed_rules"]} == {"repeat_customer"}

@@ -48,7 +48,7 @@ from spark_quarantine.errors import (  # noqa: E402
 )
 from spark_quarantine.in_memory import apply_checks, apply_checks_and_split  # noqa: E402
 from spark_quarantine.loading import load_rules  # noqa: E402
-from spark_quarantine.result import RunResult  # noqa: E402
+from spark_quarantine.result import DatasetRuleResult, RunResult  # noqa: E402
 from spark_quarantine.rules import Action, Priority, Rule  # noqa: E402
 from spark_quarantine.run.protocol import close_unfinished_run  # noqa: E402
 from spark_quarantine.session import local_spark  # noqa: E402
@@ -59,6 +59,7 @@ __all__ = [
     "Alert",
     "CheckError",
     "ConfigError",
+    "DatasetRuleResult",
     "InputConfig",
     "InvalidParameterError",
     "NotificationError",

@@ -28,7 +28,7 @@ from pyspark.sql.window import Window
 from spark_quarantine.checks.dataset import DatasetCheck
 from spark_quarantine.evaluate import FLAG_PREFIX, col
 
-__all__ = ["BUILDERS", "DatasetFlag", "aggregate", "build", "schema_differences"]
+__all__ = ["BUILDERS", "DatasetFlag", "aggregate", "build", "judge_phase", "phase_frame", "schema_differences"]
 
 
 @dataclass(frozen=True)
@@ -447,3 +447,37 @@ BUILDERS = {
     "has_no_outliers": _has_no_outliers,
     "has_no_aggr_outliers": _has_no_aggr_outliers,
 }
+
+
+# ---------------------------------------------------------------------------- phases
+
+
+def phase_frame(df: DataFrame, function: str, expectations: list[str]) -> DataFrame:
+    """One row: each expectation's verdict as ``p0``, ``p1``, ... and the rows counted as ``n``.
+
+    ``agg_dq``: one aggregate over ``df``. ``query_dq``: one ``SELECT`` of the scalar
+    subqueries (they read their own tables, not ``df``). Analysis only until collected.
+    """
+    if function == "agg_dq":
+        return df.agg(*[F.expr(e).alias(f"p{i}") for i, e in enumerate(expectations)], F.count(F.lit(1)).alias("n"))
+    select = ", ".join(f"({e}) AS p{i}" for i, e in enumerate(expectations))
+    return df.sparkSession.sql(f"SELECT {select}")
+
+
+def judge_phase(df: DataFrame, rules: list[tuple[str, str, str]]) -> tuple[dict[str, bool], int | None]:
+    """(rule name to verdict, rows counted) for ``(name, function, expectation)`` rules in one phase.
+
+    At most two jobs: one aggregate for every ``agg_dq``, one SELECT for every ``query_dq``.
+    A NULL verdict fails, as for every rule.
+    """
+    verdicts: dict[str, bool] = {}
+    counted: int | None = None
+    for function in ("agg_dq", "query_dq"):
+        chosen = [(name, text) for name, kind, text in rules if kind == function]
+        if not chosen:
+            continue
+        row = phase_frame(df, function, [text for _, text in chosen]).collect()[0].asDict()
+        verdicts.update({name: row[f"p{i}"] is True for i, (name, _) in enumerate(chosen)})
+        if "n" in row:
+            counted = int(row["n"])
+    return verdicts, counted

@@ -224,27 +224,35 @@ class QuarantineFailure(SparkQuarantineError, RuntimeError):
     """Rows failed a rule whose action is ``fail``: the target was not written.
 
     ``result`` is the run's :class:`~spark_quarantine.RunResult` (status ``failed``) and
-    ``failed_rules`` maps each failing ``fail`` rule to its failed-row count.
+    ``failed_rules`` maps each failing ``fail`` rule to its failed-row count. A target-phase
+    ``agg_dq`` / ``query_dq`` rule is judged after the write: then ``target_written`` is True
+    and the rows are in the target, as in Spark Expectations.
     """
 
     code = "SQ-F001"
 
-    def __init__(self, result: RunResult, failed_rules: dict[str, int]) -> None:
+    def __init__(self, result: RunResult, failed_rules: dict[str, int], *, target_written: bool = False) -> None:
         self.result = result
         self.failed_rules = dict(failed_rules)
+        self.target_written = target_written
         rules = ", ".join(f"'{name}' ({count} rows)" for name, count in failed_rules.items())
-        where = (
-            f"the failing rows are in error table '{result.error_table}'"
-            if result.error_table
-            else "the error table is disabled, so the failing rows were not recorded"
-        )
-        super().__init__(
-            f"run {result.run_id} failed: rule(s) with action_if_failed=fail had failing rows: "
-            f"{rules}; the target was not written; {where}."
-        )
+        if target_written:
+            where = (
+                f"the target '{result.target_table}' was written before these target-phase rules were judged "
+                f"({result.output_rows} rows)"
+            )
+        elif result.error_table:
+            where = f"the target was not written; the failing rows are in error table '{result.error_table}'"
+        else:
+            where = "the target was not written; the error table is disabled, so the failing rows were not recorded"
+        super().__init__(f"run {result.run_id} failed: rule(s) with action_if_failed=fail had failing rows: {rules}; {where}.")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.result, self.failed_rules))
+        return (_rebuild_failure, (self.result, self.failed_rules, self.target_written))
+
+
+def _rebuild_failure(result: RunResult, failed_rules: dict[str, int], target_written: bool) -> QuarantineFailure:
+    return QuarantineFailure(result, failed_rules, target_written=target_written)
 
 
 class RunProtocolError(SparkQuarantineError, RuntimeError):

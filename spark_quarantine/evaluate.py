@@ -273,16 +273,57 @@ def _dataset_problems(df: DataFrame, rule: Rule, references: Mapping[str, DataFr
             _problem(
                 rule,
                 "SQ-R019",
-                f"{function} without group_by judges the whole dataset: it can fail the run "
-                "(action_if_failed: fail) or warn (ignore), not drop rows",
+                f"{function}{'' if check.phased else ' without group_by'} judges the whole dataset: it can fail "
+                "the run (action_if_failed: fail) or warn (ignore), not drop rows",
             )
         )
+    if check.phased:
+        problems += _phased_problems(df, rule, check)
     if rule.filter:
         try:
             df.select(F.expr(rule.filter)).schema  # noqa: B018 - analysis only
         except (AnalysisException, ParseException) as exc:
             problems.append(_problem(rule, "SQ-R021", f"filter {rule.filter!r} does not analyse: {_first_line(exc)}"))
     return problems
+
+
+def _phased_problems(df: DataFrame, rule: Rule, check: Any) -> list[Problem]:
+    """An ``agg_dq`` analyses as a boolean over the input's aggregates; a ``query_dq`` as a boolean SELECT.
+
+    A target-phase ``query_dq`` may read a table this run creates: a missing table is then
+    left to the phase itself, after the write.
+    """
+    from spark_quarantine.dataset_checks import phase_frame
+
+    function, text = check.function, str(check.options["expectation"])
+    if rule.filter:
+        return [
+            _problem(
+                rule,
+                "SQ-R017",
+                f"{function} takes no filter (Spark Expectations has none); put the condition into the "
+                f"aggregate instead, for example sum(x) FILTER (WHERE {rule.filter})",
+            )
+        ]
+    try:
+        schema = phase_frame(df, function, [text]).schema
+    except ParseException as exc:
+        return [_problem(rule, "SQ-R020", f"{function} expectation {text!r} does not parse: {_first_line(exc)}")]
+    except AnalysisException as exc:
+        reason = _first_line(exc)
+        if function == "query_dq" and "TABLE_OR_VIEW_NOT_FOUND" in reason and check.phases == ("target",):
+            return []
+        hint = (
+            "; an agg_dq expectation is a boolean over aggregates of the rows, like sum(sales) > 0"
+            if function == "agg_dq"
+            else "; a query_dq expectation is a boolean over scalar subqueries, like (select count(*) from t) > 0"
+        )
+        code = "SQ-R021" if "UNRESOLVED" in reason or "NOT_FOUND" in reason else "SQ-R026"
+        return [_problem(rule, code, f"{function} expectation {text!r} does not analyse: {reason}{hint}")]
+    found = schema.fields[0].dataType.simpleString()
+    if found != "boolean":
+        return [_problem(rule, "SQ-R022", f"{function} expectation {text!r} must be boolean, found {found}")]
+    return []
 
 
 _NUMBER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "DecimalType", "FloatType", "DoubleType")
@@ -698,6 +739,8 @@ def _dataset_flag(
 
     assert rule.check is not None
     check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
+    if check.phased:  # judged in its phases by the run (dataset_checks.judge_phase), never per row
+        return df, F.lit(False), None, None
     if check.function in dataset_checks.BUILDERS:
         built = dataset_checks.build(df, check, index, references, rule.filter or None)
         return built.frame, built.failed, None, built.message

@@ -451,9 +451,7 @@ def _se_rule(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any] | None:
     label = f"Spark Expectations rule '{name}'"
     rule_type = _text(row.get("rule_type")).lower()
     if rule_type in ("agg_dq", "query_dq"):
-        what = "an aggregate over the whole table" if rule_type == "agg_dq" else "a query"
-        notes.append(f"{label} is {rule_type} ({what}), not a row rule, so it was not converted.")
-        return None
+        return _se_phased_rule(row, name, rule_type, label, notes)
     if rule_type != "row_dq":
         notes.append(f"{label} has rule_type {rule_type or 'missing'!r}, not row_dq, so it was not converted.")
         return None
@@ -465,13 +463,69 @@ def _se_rule(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any] | None:
     if not expectation:
         notes.append(f"{label} has no expectation, so it was not converted.")
         return None
-    placeholders = sorted(set(_SE_PLACEHOLDER.findall(expectation)))
-    if placeholders:
-        expectation = _SE_PLACEHOLDER.sub(r"${\1}", expectation)
-        old = ", ".join(f"{{{p}}}" for p in placeholders)
-        new = ", ".join(f"${{{p}}}" for p in placeholders)
-        notes.append(f"{label}: {old} became {new}, filled from spark.quarantine.rules.params.")
+    expectation = _se_placeholders(expectation, label, notes)
     rule: dict[str, Any] = {"name": name, "expectation": expectation, "action_if_failed": action}
+    _se_common(row, rule, label, notes)
+    return rule
+
+
+def _se_placeholders(text: str, label: str, notes: list[str], keep: frozenset[str] = frozenset()) -> str:
+    """SE's ``{name}`` parameters as our ``${name}`` (``keep``: custom-query aliases, not parameters)."""
+    placeholders = sorted(set(_SE_PLACEHOLDER.findall(text)) - keep)
+    if not placeholders:
+        return text
+    text = _SE_PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) in keep else "${" + m.group(1) + "}", text)
+    old = ", ".join(f"{{{p}}}" for p in placeholders)
+    new = ", ".join(f"${{{p}}}" for p in placeholders)
+    notes.append(f"{label}: {old} became {new}, filled from spark.quarantine.rules.params.")
+    return text
+
+
+def _se_phased_rule(
+    row: Mapping[str, Any], name: str, rule_type: str, label: str, notes: list[str]
+) -> dict[str, Any] | None:
+    """An ``agg_dq`` / ``query_dq`` rule as our check of the same name, with its phases and action."""
+    action = _text(row.get("action_if_failed")).lower() or "ignore"
+    if action == "drop":
+        notes.append(f"{label} is {rule_type} with action_if_failed 'drop', which judges no row: it became 'ignore'.")
+        action = "ignore"
+    if action not in ("ignore", "fail"):
+        notes.append(f"{label} has action_if_failed {action!r}, not ignore or fail, so it was not converted.")
+        return None
+    expectation = _text(row.get("expectation"))
+    if not expectation:
+        notes.append(f"{label} has no expectation, so it was not converted.")
+        return None
+    source = _as_bool(row.get("enable_for_source_dq_validation"))
+    target = _as_bool(row.get("enable_for_target_dq_validation"))
+    if row.get("enable_for_source_dq_validation") is None and row.get("enable_for_target_dq_validation") is None:
+        source, target = True, False
+    arguments: dict[str, Any] = {"expectation": expectation, "source": bool(source), "target": bool(target)}
+    enabled = True
+    if not source and not target:
+        notes.append(f"{label} runs in neither the source nor the target phase, so Spark Expectations never runs it: disabled.")
+        arguments["source"], enabled = True, False
+    keep: frozenset[str] = frozenset()
+    if rule_type == "query_dq":
+        delimiter = _text(row.get("query_dq_delimiter")) or "@"
+        if delimiter != "@":
+            arguments["delimiter"] = delimiter
+        parts = expectation.split(delimiter)
+        keep = frozenset(p.strip() for p in parts[1::2])
+        if _as_bool(row.get("enable_querydq_custom_output")):
+            notes.append(f"{label}: enable_querydq_custom_output is not kept; the custom queries still run.")
+    arguments["expectation"] = _se_placeholders(expectation, label, notes, keep)
+    rule: dict[str, Any] = {"name": name, "check": {"function": rule_type, "arguments": arguments}, "action_if_failed": action}
+    _se_common(row, rule, label, notes)
+    if not enabled:
+        rule["enabled"] = False
+    rule.pop("enable_error_drop_alert", None)  # drop alerts concern rows; a phased rule drops none
+    rule.pop("error_drop_threshold", None)
+    return rule
+
+
+def _se_common(row: Mapping[str, Any], rule: dict[str, Any], label: str, notes: list[str]) -> None:
+    """Tag, description, priority, is_active and drop alerts, alike for every rule type."""
     for key in ("tag", "description"):
         if _text(row.get(key)):
             rule[key] = _text(row.get(key))
@@ -490,7 +544,6 @@ def _se_rule(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any] | None:
         threshold = _as_number(row.get("error_drop_threshold"))
         if threshold is not None:
             rule["error_drop_threshold"] = threshold
-    return rule
 
 
 # ---------------------------------------------------------------------------- DQX

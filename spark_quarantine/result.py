@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from spark_quarantine.problems import Problem
 
-__all__ = ["RunResult"]
+__all__ = ["DatasetRuleResult", "RunResult"]
 
 
 class ReadOnlyDict(dict[str, Any]):
@@ -23,6 +23,31 @@ class ReadOnlyDict(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ReadOnlyDict, (dict(self),))
+
+
+@dataclass(frozen=True)
+class DatasetRuleResult:
+    """How one whole-dataset rule (Spark Expectations' ``agg_dq`` / ``query_dq``) came out in one phase.
+
+    ``phase`` is ``source`` (the input, judged before any write) or ``target`` (the rows
+    written to the target, judged after the write). ``passed`` is None when the phase was
+    skipped: a target phase with no rows written, as Spark Expectations skips it.
+    """
+
+    rule: str
+    rule_type: str
+    phase: str
+    passed: bool | None
+    action: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "rule_type": self.rule_type,
+            "phase": self.phase,
+            "passed": self.passed,
+            "action": self.action,
+        }
 
 
 @dataclass(frozen=True)
@@ -54,6 +79,10 @@ class RunResult:
     #: to the target (in ``output_rows``) and marked ``recycled``. A fixed row that fails again is
     #: requeued and counted in ``error_rows``, not here. 0 in every other mode.
     recycled_rows: int = 0
+    #: Every ``agg_dq`` / ``query_dq`` rule per phase it ran in (see :class:`DatasetRuleResult`).
+    #: A failed one also counts in ``rule_failures``: the input rows (source) or the rows
+    #: written (target).
+    dataset_rule_results: tuple[DatasetRuleResult, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rule_failures", ReadOnlyDict(self.rule_failures))
@@ -79,6 +108,7 @@ class RunResult:
                     "dropped_rows": self.dropped_rows,
                     "recycled_rows": self.recycled_rows,
                     "rule_failures": dict(self.rule_failures),
+                    "dataset_rule_results": [r.to_dict() for r in self.dataset_rule_results],
                     "product_id": self.product_id,
                     "target_table": self.target_table,
                     "error_table": self.error_table,
@@ -132,6 +162,7 @@ class RunResult:
             started_at=when(data.get("started_at")),
             finished_at=when(data.get("finished_at")),
             warnings=tuple(Problem(**w) for w in data.get("warnings") or ()),
+            dataset_rule_results=tuple(DatasetRuleResult(**r) for r in data.get("dataset_rule_results") or ()),
         )
 
     @property

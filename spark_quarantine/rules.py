@@ -99,7 +99,8 @@ class Rule:
         """The rule as a plain dict in rule-file form."""
         return {
             "name": self.name,
-            "expectation": self.expectation,
+            # A check rule's expectation is made from its check: the check alone is the rule.
+            **({} if self.check else {"expectation": self.expectation}),
             "action_if_failed": self.action_if_failed.value,
             "tag": self.tag,
             "description": self.description,

@@ -35,6 +35,21 @@ costs):
 * ``has_no_outliers`` (median +/- 3.5 MAD) and ``has_no_aggr_outliers`` (a rolling sigma band
   over time buckets): whole-dataset aggregates joined back by broadcast.
 
+Spark Expectations' whole-dataset rules run in phases, before the writes and after them:
+
+* ``agg_dq(expectation, source=True, target=False)``: a boolean over aggregates
+  (``sum(sales) > 10000``, ``count(distinct mode) <= 4``). ``source``: judged over the input
+  before anything is written (one aggregate job for all of them), so ``fail`` leaves every
+  table untouched. ``target``: judged over the rows the run wrote to the target, after the
+  write (one aggregate job), so ``fail`` fails the run with its rows written.
+* ``query_dq(expectation, source=True, target=False, delimiter="@")``: a boolean over scalar
+  subqueries (``(select count(*) from sales.orders) > 0``), judged by one ``SELECT`` per phase.
+  Spark Expectations' custom queries are accepted as they are: ``expr@alias@query@...``
+  puts each ``query`` in parentheses where ``{alias}`` appears.
+
+Both flag no row; they ``fail`` or ``ignore`` (never ``drop``), and the result says per rule
+and phase whether it passed.
+
 Every dataset check honours the rule's ``filter``: only rows it selects are counted, joined
 or judged; the others pass.
 
@@ -45,11 +60,19 @@ This module is Spark-free: it checks arguments and describes the check; the Spar
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AGGREGATES", "DATASET_CHECKS", "DATASET_CHECK_FACTS", "DatasetCheck", "bind_dataset_check"]
+__all__ = [
+    "AGGREGATES",
+    "DATASET_CHECKS",
+    "DATASET_CHECK_FACTS",
+    "PHASED_CHECKS",
+    "DatasetCheck",
+    "bind_dataset_check",
+]
 
 #: Aggregates the aggregate checks take (DQX's curated set); ``percentile`` and
 #: ``approx_percentile`` need ``aggr_params: {percentile: 0.95}``.
@@ -96,8 +119,18 @@ class DatasetCheck:
 
     @property
     def whole_dataset(self) -> bool:
-        """An aggregate judged over the whole dataset as an observed metric: it can fail or warn, not drop."""
-        return self.function.startswith("is_aggr_") and not self.group_by
+        """A rule judged over the whole dataset, not per row: it can fail or warn, not drop."""
+        return (self.function.startswith("is_aggr_") and not self.group_by) or self.phased
+
+    @property
+    def phased(self) -> bool:
+        """A Spark Expectations ``agg_dq`` / ``query_dq`` rule, judged in the source and/or target phase."""
+        return self.function in PHASED_CHECKS
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """``source`` and/or ``target``: when a phased rule is judged."""
+        return tuple(p for p in ("source", "target") if self.options.get(p))
 
     @property
     def input_columns(self) -> tuple[str, ...]:
@@ -254,7 +287,6 @@ def sql_query(
     matches NULL) and a row the query does not return passes; without, the query returns one
     row whose condition judges every row alike. ``negate`` fails a FALSE condition instead.
     """
-    import re
 
     if not isinstance(query, str) or not query.strip():
         raise ValueError(f"'query' must be a non-empty SQL query, found {query!r}")
@@ -512,6 +544,62 @@ def has_no_aggr_outliers(
     )
 
 
+def _phases(source: Any, target: Any, function: str) -> dict[str, bool]:
+    phases = {"source": _flag(source, "source"), "target": _flag(target, "target")}
+    if not any(phases.values()):
+        raise ValueError(f"{function} runs in no phase: give source: true, target: true or both")
+    return phases
+
+
+def _expectation(expectation: Any) -> str:
+    if not isinstance(expectation, str) or not expectation.strip():
+        raise ValueError(f"'expectation' must be a non-empty SQL boolean expression, found {expectation!r}")
+    return expectation.strip()
+
+
+def agg_dq(expectation: str, source: bool = True, target: bool = False) -> DatasetCheck:
+    """A boolean over aggregates of the dataset (``sum(sales) > 10000``), as Spark Expectations' ``agg_dq``.
+
+    ``source`` judges the input before any write; ``target`` judges the rows written to the
+    target, after the write. A NULL result fails, as for every rule.
+    """
+    options: dict[str, Any] = {"expectation": _expectation(expectation), **_phases(source, target, "agg_dq")}
+    return DatasetCheck("agg_dq", options=options)
+
+
+_ALIAS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def query_dq(expectation: str, source: bool = True, target: bool = False, delimiter: str = "@") -> DatasetCheck:
+    """A boolean over scalar subqueries (``(select count(*) from t) > 0``), as Spark Expectations' ``query_dq``.
+
+    ``expr@alias@query@alias@query`` (``delimiter`` in place of ``@``) is Spark Expectations'
+    custom-query form: each ``{alias}`` in ``expr`` becomes ``(query)``.
+    """
+    text = _expectation(expectation)
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ValueError(f"'delimiter' must be one character, found {delimiter!r}")
+    parts = text.split(delimiter) if delimiter in text else [text]
+    head, pairs = parts[0].strip(), parts[1:]
+    if len(pairs) % 2:
+        raise ValueError(
+            f"query_dq's custom queries come in '{delimiter}alias{delimiter}query' pairs; "
+            f"found an alias without a query in {text!r}"
+        )
+    queries = {pairs[i].strip(): pairs[i + 1].strip() for i in range(0, len(pairs), 2)}
+    unknown = sorted(set(_ALIAS.findall(head)) - set(queries)) if queries else []
+    if unknown:
+        raise ValueError(f"query_dq names {', '.join('{' + u + '}' for u in unknown)} but defines no such query")
+    if queries:
+        head = _ALIAS.sub(lambda m: f"({queries[m.group(1)]})" if m.group(1) in queries else m.group(0), head)
+    options: dict[str, Any] = {"expectation": head, "queries": queries, **_phases(source, target, "query_dq")}
+    return DatasetCheck("query_dq", options=options)
+
+
+#: Checks judged in Spark Expectations' phases, not in the rows' projection.
+PHASED_CHECKS = ("agg_dq", "query_dq")
+
+
 DATASET_CHECKS: dict[str, Callable[..., DatasetCheck]] = {
     f.__name__: f
     for f in (
@@ -529,6 +617,8 @@ DATASET_CHECKS: dict[str, Callable[..., DatasetCheck]] = {
         has_valid_schema,
         has_no_outliers,
         has_no_aggr_outliers,
+        agg_dq,
+        query_dq,
     )
 }
 
@@ -573,6 +663,15 @@ DATASET_CHECK_FACTS: dict[str, tuple[str, str]] = {
     "has_no_aggr_outliers": (
         "NULL values are not aggregated",
         "one aggregation per time bucket, broadcast back (the rows are not shuffled)",
+    ),
+    "agg_dq": (
+        "a NULL result fails",
+        "one aggregate job per phase for all agg_dq rules (source: over the input, before any write; "
+        "target: over the rows written)",
+    ),
+    "query_dq": (
+        "a NULL result fails",
+        "one SELECT per phase for all query_dq rules (the subqueries' own jobs)",
     ),
 }
 

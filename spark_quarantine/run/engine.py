@@ -51,8 +51,9 @@ from spark_quarantine.evaluate import (
     observed_counts,
 )
 from spark_quarantine.problems import Problem
-from spark_quarantine.result import RunResult
-from spark_quarantine.rules import Action
+from spark_quarantine.dataset_checks import judge_phase
+from spark_quarantine.result import DatasetRuleResult, RunResult
+from spark_quarantine.rules import Action, Rule
 from spark_quarantine.run.alerts import RunAlerter, SampleSource
 from spark_quarantine.run.input_cache import drop_stage, is_stable_scan, persist_refused, stage, staging_table
 from spark_quarantine.run.protocol import Attempt, fingerprint, fingerprint_of_values, open_run
@@ -146,6 +147,7 @@ def execute(spec: RunSpec, route: Route) -> RunOutcome:
     run = _Run(spec, route, session, df)
     run.check()
     run.alerter.started(run.run_id)
+    run.source_phase()  # agg_dq / query_dq on the input: a failing ``fail`` rule stops here, nothing written
     run.claim()
     try:
         return run.write_and_record()
@@ -169,6 +171,9 @@ class _Run:
         self.persist_ok = True  # False on a session that refuses persist (decided in check())
         self.stage_table: str | None = None  # where the input is staged instead of cached
         self.warnings: list[Problem] = list(spec.warnings)
+        self.phased = _phased_rules(spec.rules)  # agg_dq / query_dq: (name, function, expectation, phases, action)
+        self.dataset_results: list[DatasetRuleResult] = []
+        self.phase_failures: dict[str, int] = {}  # a failed phased rule's row count, for rule_failures
         self.flagged: Flagged
         self.alerter: RunAlerter
 
@@ -243,6 +248,65 @@ class _Run:
                 code="SQ-V003",
             )
         self.log.info("input_staged", table=self.stage_table)
+
+    # ------------------------------------------------------------------ phases
+
+    def source_phase(self) -> None:
+        """Judge the source-phase ``agg_dq`` / ``query_dq`` rules over the input, before any write.
+
+        A failing ``fail`` rule (outside the DLQ mode, where every rule acts as drop) records a
+        failed stats row, alerts and raises :class:`~spark_quarantine.QuarantineFailure`; no
+        other table is touched.
+        """
+        chosen = [r for r in self.phased if "source" in r[3]]
+        if not chosen:
+            return
+        verdicts, counted = judge_phase(self.df, [(n, f, e) for n, f, e, _, _ in chosen])
+        input_rows = counted if counted is not None else self.df.count()
+        self._judged("source", chosen, verdicts, input_rows)
+        failing = self._failing(chosen, verdicts)
+        if not failing:
+            return
+        self.counts = (input_rows, 0, 0, {r.name: 0 for r in self.flagged.rules})
+        failed = self._result("failed", output_rows=0)
+        if self.spec.stats_table:
+            write_stats(self.session, self.spec.stats_table, failed, options=None)
+        self.log.error("quarantine_run", status="failed", phase="source", failed_rules=failing, **_summary(failed))
+        failure = QuarantineFailure(failed, failing)
+        try:
+            self.alerter.failed(self.run_id, failure, failed, None)
+        except NotificationError as alert_error:
+            raise alert_error from failure
+        raise failure
+
+    def _target_phase(self, frame: DataFrame) -> dict[str, int]:
+        """Judge the target-phase rules over the rows written to the target; the failing ``fail`` rules.
+
+        With no row written the phase is skipped (each verdict None), as Spark Expectations skips it.
+        """
+        chosen = [r for r in self.phased if "target" in r[3]]
+        if not chosen or self.counts is None:
+            return {}
+        output_rows = self.counts[0] - (0 if self.route.annotated else self.counts[1])
+        if output_rows <= 0:
+            self.dataset_results += [DatasetRuleResult(n, f, "target", None, a) for n, f, _, _, a in chosen]
+            return {}
+        verdicts, _ = judge_phase(self.flagged.kept(frame), [(n, f, e) for n, f, e, _, _ in chosen])
+        self._judged("target", chosen, verdicts, output_rows)
+        return self._failing(chosen, verdicts)
+
+    def _judged(self, phase: str, chosen: list[_Phased], verdicts: dict[str, bool], rows: int) -> None:
+        for name, function, _, _, action in chosen:
+            passed = verdicts[name]
+            self.dataset_results.append(DatasetRuleResult(name, function, phase, passed, action))
+            if not passed:
+                self.phase_failures[name] = max(self.phase_failures.get(name, 0), rows)
+                self.log.warning("dataset_rule_failed", rule=name, rule_type=function, phase=phase, action=action)
+
+    def _failing(self, chosen: list[_Phased], verdicts: dict[str, bool]) -> dict[str, int]:
+        if self.route.coerce_to_drop:
+            return {}
+        return {n: self.phase_failures[n] for n, _, _, _, a in chosen if a == "fail" and not verdicts[n]}
 
     def claim(self) -> None:
         """The run protocol's claim (after the start alert); see :func:`~spark_quarantine.run.protocol.open_run`."""
@@ -393,6 +457,17 @@ class _Run:
                     rows_out = self.attempt.output_rows(TARGET) if self.attempt is not None else None
                     kept_rows = rows_out if rows_out is not None else flagged.kept(frame).count()
                     self.counts = (kept_rows + self.counts[1], *self.counts[1:])
+            failing = self._target_phase(frame) if has_target else {}
+            if failing:  # judged after the write, as Spark Expectations does: the rows stay written
+                failed = self._result("failed")
+                self._record(failed)
+                self.log.error("quarantine_run", status="failed", phase="target", failed_rules=failing, **_summary(failed))
+                failure = QuarantineFailure(failed, failing, target_written=True)
+                try:
+                    self.alerter.failed(self.run_id, failure, failed, samples)
+                except NotificationError as alert_error:
+                    raise alert_error from failure
+                raise failure
             passed = self._result("passed")
             self._record(passed)
             self.log.info("quarantine_run", status="passed", **_summary(passed))
@@ -442,6 +517,7 @@ class _Run:
     def _result(self, status: str, output_rows: int | None = None) -> RunResult:
         flagged, spec, route = self.flagged, self.spec, self.route
         input_rows, dropped, errors, per_rule = self.counts or (0, 0, 0, {r.name: 0 for r in flagged.rules})
+        per_rule = {**per_rule, **self.phase_failures}
         if route.annotated and TARGET in route.roles:
             dropped = 0  # an annotated output keeps every row and marks the failures
         return RunResult(
@@ -461,6 +537,7 @@ class _Run:
             finished_at=_now(),
             warnings=tuple(self.warnings),
             recycled_rows=route.recycled_rows(self.route_metrics),
+            dataset_rule_results=tuple(self.dataset_results),
         )
 
     def _record(self, outcome: RunResult) -> None:
@@ -475,6 +552,22 @@ class _Run:
             attempt.finish(
                 final_written=outcome.passed or TARGET not in self.route.roles, final_rows=self._rows(attempt.final)
             )
+
+
+#: A phased rule: (name, function, expectation, phases, action).
+_Phased = tuple[str, str, str, tuple[str, ...], str]
+
+
+def _phased_rules(rules: Sequence[Rule]) -> list[_Phased]:
+    from spark_quarantine.checks.dataset import PHASED_CHECKS, bind_dataset_check
+
+    found = []
+    for rule in rules:
+        if rule.enabled and rule.check is not None and rule.check.function in PHASED_CHECKS:
+            check = bind_dataset_check(rule.check.function, dict(rule.check.arguments))
+            expectation = str(check.options["expectation"])
+            found.append((rule.name, check.function, expectation, check.phases, rule.action_if_failed.value))
+    return found
 
 
 def _release(frame: DataFrame) -> None:

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import pyspark
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
     DoubleType,
     LongType,
     MapType,
@@ -39,6 +41,23 @@ STATS_SCHEMA = StructType(
         StructField("duration_seconds", DoubleType(), False),
         StructField("spark_version", StringType(), False),
         StructField("library_version", StringType(), False),
+        # Added after the first release: an older stats table gains the column on its next append (mergeSchema).
+        StructField(
+            "dataset_rule_results",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("rule", StringType(), False),
+                        StructField("rule_type", StringType(), False),
+                        StructField("phase", StringType(), False),
+                        StructField("passed", BooleanType(), True),
+                        StructField("action", StringType(), False),
+                    ]
+                ),
+                False,
+            ),
+            True,
+        ),
     ]
 )
 
@@ -63,5 +82,8 @@ def write_stats(
         float(result.duration_seconds or 0.0),
         spark.version or pyspark.__version__,
         __version__,
+        [(r.rule, r.rule_type, r.phase, r.passed, r.action) for r in result.dataset_rule_results],
     )
-    append(spark.createDataFrame([row], STATS_SCHEMA), table, role="stats table", options=options)
+    # mergeSchema: a stats table written before a column was added gains it instead of refusing the row.
+    merged = {"mergeSchema": "true", **(options or {})}
+    append(spark.createDataFrame([row], STATS_SCHEMA), table, role="stats table", options=merged)

@@ -63,7 +63,10 @@ def tables() -> dict[str, str]:
         plain = [p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()]
         shown = name + str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))
         nulls, cost = DATASET_CHECK_FACTS[name]
-        peer = f"DQX `{name}`" + ("; SE: an `agg_dq` expectation" if name.startswith("is_aggr_") else "")
+        if name in ("agg_dq", "query_dq"):
+            peer = f"SE `{name}` (source and target phases)"
+        else:
+            peer = f"DQX `{name}`" + ("; SE: an `agg_dq` expectation" if name.startswith("is_aggr_") else "")
         doc = inspect.getdoc(func) or ""
         first = " ".join(doc.split("\n\n")[0].split())
         checks.append("| " + " | ".join(_cell(c) for c in (f"`{shown}`", nulls, cost, peer, first)) + " |")

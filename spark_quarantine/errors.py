@@ -245,7 +245,9 @@ class QuarantineFailure(SparkQuarantineError, RuntimeError):
             where = f"the target was not written; the failing rows are in error table '{result.error_table}'"
         else:
             where = "the target was not written; the error table is disabled, so the failing rows were not recorded"
-        super().__init__(f"run {result.run_id} failed: rule(s) with action_if_failed=fail had failing rows: {rules}; {where}.")
+        super().__init__(
+            f"run {result.run_id} failed: rule(s) with action_if_failed=fail had failing rows: {rules}; {where}."
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_failure, (self.result, self.failed_rules, self.target_written))

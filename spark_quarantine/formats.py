@@ -503,7 +503,9 @@ def _se_phased_rule(
     arguments: dict[str, Any] = {"expectation": expectation, "source": bool(source), "target": bool(target)}
     enabled = True
     if not source and not target:
-        notes.append(f"{label} runs in neither the source nor the target phase, so Spark Expectations never runs it: disabled.")
+        notes.append(
+            f"{label} runs in neither the source nor the target phase, so Spark Expectations never runs it: disabled."
+        )
         arguments["source"], enabled = True, False
     keep: frozenset[str] = frozenset()
     if rule_type == "query_dq":
@@ -515,7 +517,11 @@ def _se_phased_rule(
         if _as_bool(row.get("enable_querydq_custom_output")):
             notes.append(f"{label}: enable_querydq_custom_output is not kept; the custom queries still run.")
     arguments["expectation"] = _se_placeholders(expectation, label, notes, keep)
-    rule: dict[str, Any] = {"name": name, "check": {"function": rule_type, "arguments": arguments}, "action_if_failed": action}
+    rule: dict[str, Any] = {
+        "name": name,
+        "check": {"function": rule_type, "arguments": arguments},
+        "action_if_failed": action,
+    }
     _se_common(row, rule, label, notes)
     if not enabled:
         rule["enabled"] = False

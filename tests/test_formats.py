@@ -145,10 +145,39 @@ class TestDetectFormat:
 
 class TestSparkExpectationsFiles:
     def test_the_yaml_dq_env_file_for_one_table(self) -> None:
-        """row_dq rules convert with the environment's defaults; agg_dq and query_dq are named in notes."""
+        """Every rule converts with the environment's defaults; agg_dq and query_dq keep their phases."""
         conversion = convert(SE_YAML, table_name="dq_spark_prod.customer_order")
         assert conversion.format == "spark_expectations"
-        assert conversion.rules == (
+        assert conversion.rules[5:] == (
+            {
+                "name": "table_row_count",
+                "check": {
+                    "function": "agg_dq",
+                    "arguments": {"expectation": "count(*) > 0", "source": True, "target": False},
+                },
+                "action_if_failed": "fail",
+                "tag": "completeness",
+                "description": "Table must contain at least one row",
+                "priority": "high",
+            },
+            {
+                "name": "order_count_matches_source",
+                "check": {
+                    "function": "query_dq",
+                    "arguments": {
+                        "expectation": "((select count(*) from dq_spark_prod.orders_source) - "
+                        "(select count(*) from dq_spark_prod.customer_order)) = 0",
+                        "source": True,
+                        "target": False,
+                    },
+                },
+                "action_if_failed": "fail",
+                "tag": "validity",
+                "description": "Every source order must reach the target",
+                "priority": "medium",
+            },
+        )
+        assert conversion.rules[:5] == (
             {
                 "name": "customer_id_not_null",
                 "expectation": "customer_id IS NOT NULL",
@@ -195,12 +224,8 @@ class TestSparkExpectationsFiles:
         assert conversion.notes == (
             "Spark Expectations rule 'discount_within_range': {max_discount_pct} became ${max_discount_pct}, "
             "filled from spark.quarantine.rules.params.",
-            "Spark Expectations rule 'table_row_count' is agg_dq (an aggregate over the whole table), "
-            "not a row rule, so it was not converted.",
-            "Spark Expectations rule 'order_count_matches_source' is query_dq (a query), "
-            "not a row rule, so it was not converted.",
         )
-        assert len(load_rules(list(conversion.rules), params={"max_discount_pct": 60})) == 5
+        assert len(load_rules(list(conversion.rules), params={"max_discount_pct": 60})) == 7
 
     def test_the_table_name_picks_the_environment(self) -> None:
         """Each dq_env block is a table; without table_name the choice is an error naming both."""
@@ -215,7 +240,7 @@ class TestSparkExpectationsFiles:
     def test_the_json_rules_list_file_with_defaults(self) -> None:
         """The file's own product and table need no filter; its defaults fill each rule."""
         conversion = convert(SE_JSON)
-        assert conversion.rules == (
+        assert conversion.rules[:3] == (
             {
                 "name": "order_id_not_null",
                 "expectation": "order_id IS NOT NULL",
@@ -243,10 +268,8 @@ class TestSparkExpectationsFiles:
                 "error_drop_threshold": 5,
             },
         )
-        assert conversion.notes == (
-            "Spark Expectations rule 'sum_of_sales' is agg_dq (an aggregate over the whole table), "
-            "not a row rule, so it was not converted.",
-        )
+        assert conversion.notes == ()
+        assert [r.get("check", {}).get("function") for r in conversion.rules] == [None, None, None, "agg_dq"]
         assert convert(SE_JSON, product_id="retail_orders", table_name="main.sales.orders") == conversion
 
     def test_validations_and_hierarchical_documents(self) -> None:
@@ -285,7 +308,7 @@ class TestSparkExpectationsRulesTable:
     def test_filtered_by_product_and_table(self, se_rules_table: DataFrame) -> None:
         """Only the product's rules for the table convert; is_active false is enabled false."""
         conversion = convert(se_rules_table, product_id="apla_nd", table_name=ORDERS)
-        assert conversion.rules == (
+        assert conversion.rules[:3] == (
             {
                 "name": "customer_id_is_not_null",
                 "expectation": "customer_id is not null",
@@ -314,12 +337,12 @@ class TestSparkExpectationsRulesTable:
                 "enabled": False,
             },
         )
-        assert conversion.notes == (
-            "Spark Expectations rule 'sum_of_sales' is agg_dq (an aggregate over the whole table), "
-            "not a row rule, so it was not converted.",
-            "Spark Expectations rule 'product_missing_count_threshold' is query_dq (a query), "
-            "not a row rule, so it was not converted.",
-        )
+        assert conversion.notes == ()
+        assert [(r["name"], r["check"]["arguments"]["source"], r["check"]["arguments"]["target"])
+                for r in conversion.rules if "check" in r] == [
+            ("sum_of_sales", True, False),
+            ("product_missing_count_threshold", True, True),
+        ]  # fmt: skip
 
     def test_several_targets_need_a_choice(self, se_rules_table: DataFrame) -> None:
         """Without a filter, or with the product alone, the targets are listed; a single one needs none."""
@@ -339,10 +362,11 @@ class TestSparkExpectationsRulesTable:
             [(1, 10, 100.0, 0.1), (2, None, 0.0, 0.2), (3, 3, None, 0.9), (4, 4, 5.0, None)],
             "row int, customer_id int, sales double, discount double",
         )
-        ours = failing_rows(data, conversion.rules)
+        row_rules = [r for r in conversion.rules if "check" not in r]  # agg_dq and query_dq judge no row
+        ours = failing_rows(data, row_rules)
         assert ours == {"customer_id_is_not_null": [2], "sales_greater_than_zero": [2, 3]}  # discount: disabled
         # Spark Expectations: when(expr(expectation), pass).otherwise(fail)
-        for rule in conversion.rules:
+        for rule in row_rules:
             if rule.get("enabled", True):
                 theirs = data.filter(~F.coalesce(F.expr(rule["expectation"]), F.lit(False))).collect()
                 assert sorted(r["row"] for r in theirs) == ours[rule["name"]]
@@ -892,11 +916,11 @@ class TestCli:
         """A source whose every rule is noted writes no file and exits 1."""
         source = tmp_path / "agg.yaml"
         source.write_text(
-            "product_id: p\ntable_name: t\nrules:\n  - {rule: n, rule_type: agg_dq, expectation: count(*) > 0}\n"
+            "product_id: p\ntable_name: t\nrules:\n  - {rule: n, rule_type: custom_dq, expectation: count(*) > 0}\n"
         )
         code, out = cli("convert", str(source), "-o", str(tmp_path / "out.yaml"))
         assert code == 1
-        assert "agg_dq" in out and "was not written" in out
+        assert "custom_dq" in out and "was not written" in out
         assert not (tmp_path / "out.yaml").exists()
 
     @pytest.mark.parametrize(

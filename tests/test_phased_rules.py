@@ -262,7 +262,10 @@ class TestSparkExpectationsRules:
         assert conversion.rules == (
             {
                 "name": "avg_ok",
-                "check": {"function": "agg_dq", "arguments": {"expectation": "avg(x) > 1", "source": False, "target": True}},
+                "check": {
+                    "function": "agg_dq",
+                    "arguments": {"expectation": "avg(x) > 1", "source": False, "target": True},
+                },
                 "action_if_failed": "ignore",
                 "priority": "high",
             },
@@ -282,7 +285,10 @@ class TestSparkExpectationsRules:
             },
             {
                 "name": "never",
-                "check": {"function": "agg_dq", "arguments": {"expectation": "count(*) > 0", "source": True, "target": False}},
+                "check": {
+                    "function": "agg_dq",
+                    "arguments": {"expectation": "count(*) > 0", "source": True, "target": False},
+                },
                 "action_if_failed": "fail",
                 "priority": "medium",
                 "enabled": False,

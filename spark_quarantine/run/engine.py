@@ -38,6 +38,7 @@ from spark_quarantine import user_config as uc
 from spark_quarantine._identifiers import is_path
 from spark_quarantine._logging import get_logger
 from spark_quarantine.config import Settings
+from spark_quarantine.dataset_checks import judge_phase
 from spark_quarantine.errors import NotificationError, QuarantineFailure, SchemaConflictError, SparkEnvironmentError
 from spark_quarantine.evaluate import (
     FLAG_PREFIX,
@@ -51,7 +52,6 @@ from spark_quarantine.evaluate import (
     observed_counts,
 )
 from spark_quarantine.problems import Problem
-from spark_quarantine.dataset_checks import judge_phase
 from spark_quarantine.result import DatasetRuleResult, RunResult
 from spark_quarantine.rules import Action, Rule
 from spark_quarantine.run.alerts import RunAlerter, SampleSource
@@ -461,7 +461,9 @@ class _Run:
             if failing:  # judged after the write, as Spark Expectations does: the rows stay written
                 failed = self._result("failed")
                 self._record(failed)
-                self.log.error("quarantine_run", status="failed", phase="target", failed_rules=failing, **_summary(failed))
+                self.log.error(
+                    "quarantine_run", status="failed", phase="target", failed_rules=failing, **_summary(failed)
+                )
                 failure = QuarantineFailure(failed, failing, target_written=True)
                 try:
                     self.alerter.failed(self.run_id, failure, failed, samples)

@@ -408,7 +408,7 @@ class TestStatsTable:
         assert row.asDict().keys() == {
             "run_id", "product_id", "target_table", "error_table", "input_rows", "output_rows", "error_rows",
             "dropped_rows", "rule_failures", "status", "started_at", "finished_at", "duration_seconds",
-            "spark_version", "library_version",
+            "spark_version", "library_version", "dataset_rule_results",
         }  # fmt: skip
         assert (row["run_id"], row["product_id"], row["target_table"], row["error_table"]) == (
             run.run_id,
@@ -420,6 +420,7 @@ class TestStatsTable:
         assert row["rule_failures"] == {"id_present": 1, "amount_positive": 2, "name_short": 3}
         assert row["status"] == "passed" and row["finished_at"] >= row["started_at"]
         assert row["spark_version"] == spark.version and row["library_version"]
+        assert row["dataset_rule_results"] == []  # no agg_dq / query_dq rule ran
         assert stats in run.tables_written
         assert dict(spark.read.table(stats).dtypes)["rule_failures"] == "map<string,bigint>"
 

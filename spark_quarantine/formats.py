@@ -47,7 +47,15 @@ from spark_quarantine.checks import ROW_CHECKS, CheckError, compile_check
 from spark_quarantine.checks.dataset import DATASET_CHECKS, bind_dataset_check
 from spark_quarantine.errors import SparkQuarantineError
 
-__all__ = ["FORMATS", "Conversion", "FormatError", "convert", "detect_format", "map_spark_expectations_conf"]
+__all__ = [
+    "FORMATS",
+    "Conversion",
+    "FormatError",
+    "convert",
+    "detect_format",
+    "map_spark_expectations_conf",
+    "unique_rule_names",
+]
 
 #: The formats :func:`convert` reads.
 FORMATS = ("spark_expectations", "dqx", "dlt")
@@ -65,12 +73,16 @@ class Conversion:
 
     ``rules`` are rule dicts in our format (``expectation`` or ``check`` form); ``notes`` says,
     one sentence each naming the source rule, what could not be converted or was changed to
-    keep its meaning; ``format`` is the format read (one of :data:`FORMATS`).
+    keep its meaning; ``format`` is the format read (one of :data:`FORMATS`). ``read`` counts
+    the source's rules (its checks, for DQX), ``converted`` those that became rules here (a DQX
+    check with ``for_each_column`` becomes one rule per column, so ``len(rules)`` may be more).
     """
 
     rules: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]
     format: str
+    read: int = 0
+    converted: int = 0
 
 
 _ACTIONS = ("drop", "ignore", "fail")
@@ -279,15 +291,26 @@ def convert(
         raise FormatError(f"product_id and table_name select Spark Expectations rules, not {fmt} rules")
     notes: list[str] = []
     if fmt == "spark_expectations":
-        rules = _convert_spark_expectations(data, product_id, table_name, notes)
+        rules, read, converted = _convert_spark_expectations(data, product_id, table_name, notes)
     elif fmt == "dqx":
-        rules = _convert_dqx(data, notes)
+        rules, read, converted = _convert_dqx(data, notes)
     else:
-        rules = _convert_dlt(data, notes)
-    return Conversion(rules=tuple(_unique_names(rules, fmt, notes)), notes=tuple(notes), format=fmt)
+        rules, read, converted = _convert_dlt(data, notes)
+    return Conversion(
+        rules=tuple(_unique_names(rules, fmt, notes)), notes=tuple(notes), format=fmt, read=read, converted=converted
+    )
 
 
-def _unique_names(rules: list[dict[str, Any]], fmt: str, notes: list[str]) -> list[dict[str, Any]]:
+#: (rules, source rules read, source rules converted)
+_Converted = tuple[list[dict[str, Any]], int, int]
+
+
+def unique_rule_names(rules: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+    """Rules of several conversions in one list: a name two sources share is made unique, with a note."""
+    return _unique_names(rules, None, notes)
+
+
+def _unique_names(rules: list[dict[str, Any]], fmt: str | None, notes: list[str]) -> list[dict[str, Any]]:
     """Names repeated in a format that allows it, made unique (``<name>_2``, ...) with a note.
 
     Our own format refuses a repeated name (``SQ-R010``); a converted rule set keeps every rule.
@@ -311,6 +334,8 @@ def _unique_names(rules: list[dict[str, Any]], fmt: str, notes: list[str]) -> li
         notes.append(
             f"Two {fmt} rules are named {name!r} ({fmt} allows it; spark_quarantine names are unique): "
             f"this one is named {new!r}."
+            if fmt
+            else f"Two of the converted sources have a rule named {name!r}: the later one is named {new!r}."
         )
         unique.append({**rule, "name": new})
     return unique
@@ -334,7 +359,7 @@ _SE_PLACEHOLDER = re.compile(r"(?<![$\w{])\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 
 def _convert_spark_expectations(
     data: Any, product_id: str | None, table_name: str | None, notes: list[str]
-) -> list[dict[str, Any]]:
+) -> _Converted:
     rows = _se_dataframe_rows(data, product_id, table_name) if _is_dataframe(data) else _se_document_rows(data)
     selected = [
         row
@@ -357,7 +382,7 @@ def _convert_spark_expectations(
         rule = _se_rule(row, notes)
         if rule is not None:
             rules.append(rule)
-    return rules
+    return rules, len(selected), len(rules)
 
 
 def _se_targets(rows: list[dict[str, Any]]) -> str:
@@ -641,19 +666,21 @@ _DQX_CRITICALITY = {"error": "drop", "warn": "ignore"}
 _DQX_CHECK_KEYS = ("function", "arguments", "for_each_column")
 
 
-def _convert_dqx(data: Any, notes: list[str]) -> list[dict[str, Any]]:
+def _convert_dqx(data: Any, notes: list[str]) -> _Converted:
     if not isinstance(data, (list, tuple)):
         raise FormatError(f"DQX checks are a list of checks, found {type(data).__name__}")
     rules: list[dict[str, Any]] = []
+    checks = 0
     for index, item in enumerate(data, start=1):
         converted = _dqx_rules(item, index, notes)
+        checks += bool(converted)
         metadata = item.get("user_metadata") if isinstance(item, Mapping) else None
         if isinstance(metadata, Mapping) and metadata:  # carried into every result row and alert
             converted = [{**rule, "user_metadata": _plain(metadata)} for rule in converted]
         elif metadata:
             notes.append(f"DQX check #{index}: its user_metadata is not a mapping and was left out.")
         rules += converted
-    return rules
+    return rules, len(data), checks
 
 
 def _dqx_rules(item: Any, index: int, notes: list[str]) -> list[dict[str, Any]]:
@@ -887,15 +914,17 @@ class _Expectation:
     enabled: bool | None = None
 
 
-def _convert_dlt(data: Any, notes: list[str]) -> list[dict[str, Any]]:
+def _convert_dlt(data: Any, notes: list[str]) -> _Converted:
     found: list[_Expectation] = []
+    skipped = len(notes)
     _collect_dlt(data, None, found, notes)
+    skipped = len(notes) - skipped  # entries that are not even expectations, each noted
     rules = []
     for expectation in found:
         rule = _dlt_rule(expectation, notes)
         if rule is not None:
             rules.append(rule)
-    return rules
+    return rules, len(found) + skipped, len(rules)
 
 
 def _collect_dlt(data: Any, group: str | None, found: list[_Expectation], notes: list[str]) -> None:

@@ -898,6 +898,26 @@ class TestCli:
         code, out = cli("convert", str(LHP_LIST), "-o", str(tmp_path / "no" / "such" / "dir.yaml"), "--json")
         assert code == 1 and json.loads(out)["ok"] is False and "cannot write" in json.loads(out)["problem"]
 
+    def test_several_sources_report_per_format(self, tmp_path: Path) -> None:
+        """Each format says how many of its rules converted, with its notes; the rules land in one file."""
+        target = tmp_path / "rules.yaml"
+        row_checks = DATA / "dqx_row_checks.yaml"
+        code, out = cli("convert", str(SE_JSON), str(row_checks), "-o", str(target))
+        assert code == 0
+        assert f"spark_expectations ({SE_JSON}): 4 of 4 rule(s) converted; 0 note(s)" in out
+        dqx = convert(row_checks)
+        assert f"dqx ({row_checks}): {dqx.converted} of {dqx.read} rule(s) converted" in out
+        assert (dqx.read, dqx.converted) == (68, 68)
+        written = yaml.safe_load(target.read_text())["rules"]
+        assert len(written) == 4 + len(dqx.rules)
+        code, out = cli("convert", str(SE_JSON), str(LHP_LIST), "-o", str(target), "--json")
+        document = json.loads(out)
+        assert document["format"] == "spark_expectations, dlt"
+        assert {f: (e["read"], e["converted"], len(e["notes"])) for f, e in document["formats"].items()} == {
+            "spark_expectations": (4, 4, 0),
+            "dlt": (5, 5, 5),
+        }
+
     def test_spark_expectations_filters(self, tmp_path: Path) -> None:
         """--table-name picks the rules; without it the ambiguity fails with exit 1 and writes nothing."""
         target = tmp_path / "rules.yaml"

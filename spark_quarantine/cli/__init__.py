@@ -243,41 +243,65 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
-    from spark_quarantine.formats import convert
+    from spark_quarantine.formats import Conversion, convert, unique_rule_names
 
-    conversion = convert(args.source, args.source_format, product_id=args.product_id, table_name=args.table_name)
+    sources = list(args.source)
+    conversions: list[tuple[str, Conversion]] = [
+        (source, convert(source, args.source_format, product_id=args.product_id, table_name=args.table_name))
+        for source in sources
+    ]
+    notes = [note for _, c in conversions for note in c.notes]
+    rules = unique_rule_names([rule for _, c in conversions for rule in c.rules], notes)
+    by_format: dict[str, dict[str, Any]] = {}
+    for source, c in conversions:
+        entry = by_format.setdefault(c.format, {"sources": [], "read": 0, "converted": 0, "rules": 0, "notes": []})
+        entry["sources"].append(source)
+        entry["read"] += c.read
+        entry["converted"] += c.converted
+        entry["rules"] += len(c.rules)
+        entry["notes"] += list(c.notes)
+    extra = notes[sum(len(c.notes) for _, c in conversions) :]  # names made unique across the sources
+    formats = ", ".join(by_format)
     written, problem = False, None
-    if conversion.rules:
-        header = [f"# Converted from {conversion.format} rules in {args.source} by spark-quarantine convert."]
-        header += ["# Note: " + note.replace("\n", " ") for note in conversion.notes]
-        body = yaml.safe_dump({"rules": list(conversion.rules)}, sort_keys=False, allow_unicode=True, width=110)
+    if rules:
+        header = [f"# Converted from {formats} rules in {', '.join(sources)} by spark-quarantine convert."]
+        header += ["# Note: " + note.replace("\n", " ") for note in notes]
+        body = yaml.safe_dump({"rules": rules}, sort_keys=False, allow_unicode=True, width=110)
         try:
             Path(args.output).write_text("\n".join(header) + "\n" + body, encoding="utf-8")
             written = True
         except OSError as exc:
             problem = f"cannot write {args.output}: {exc.strerror or exc}"
     else:
-        problem = f"No rule of {args.source} could be converted; {args.output} was not written."
+        problem = f"No rule of {', '.join(sources)} could be converted; {args.output} was not written."
     if args.json:
         document = {
             "ok": written,
-            "format": conversion.format,
-            "rules": len(conversion.rules),
-            "notes": list(conversion.notes),
+            "format": formats,
+            "formats": by_format,
+            "rules": len(rules),
+            "notes": notes,
             "output": args.output if written else None,
             "problem": problem,
         }
         print(json.dumps(document, sort_keys=True), file=out)
         return EXIT_OK if written else EXIT_FAILED
-    if conversion.notes:
-        print(f"{len(conversion.notes)} note(s) on what could not be converted as written:", file=out)
-        for note in conversion.notes:
+    for fmt, entry in by_format.items():
+        made = f" into {entry['rules']} rules" if entry["rules"] != entry["converted"] else ""
+        print(
+            f"{fmt} ({', '.join(entry['sources'])}): {entry['converted']} of {entry['read']} rule(s) converted{made}; "
+            f"{len(entry['notes'])} note(s)",
+            file=out,
+        )
+        for note in entry["notes"]:
             print(f"  - {note}", file=out)
+    for note in extra:
+        print(f"  - {note}", file=out)
     if not written:
         print(problem, file=out)
         return EXIT_FAILED
     print(
-        f"Wrote {len(conversion.rules)} rule(s) from {conversion.format} to {args.output}; "
+        f"Wrote {len(rules)} rule(s) from {formats} to {args.output}; "
         f"check them with: spark-quarantine validate {args.output}",
         file=out,
     )
@@ -323,7 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
         "'rules:' list). Prints what could not be converted. Exit 0 when rules were written, 1 when "
         "the conversion failed, 2 on bad usage.",
     )
-    conv.add_argument("source", help="the rules file (YAML or JSON) to convert")
+    conv.add_argument(
+        "source", nargs="+", help="the rules files (YAML or JSON) to convert, each in its own format, into one file"
+    )
     conv.add_argument(
         "--from",
         dest="source_format",

@@ -194,3 +194,45 @@ def test_the_end_to_end_api_streams_on_the_server_and_reports_each_run(
     assert (second.input_rows, second.output_rows) == (1, 1)
     assert sorted(r["id"] for r in spark.read.table(f"{table}_v").collect()) == [1, 4]
     assert sorted(r["id"] for r in spark.read.table(f"{table}_q").collect()) == [2, 3]
+
+
+def test_dataset_queries_and_phased_rules_run_on_the_server(spark: SparkSession, table: str) -> None:
+    """sql_query (a query with the input as a named frame), agg_dq and query_dq work as on a classic session."""
+    spark.createDataFrame([(1,), (2,)], "id long").write.format("delta").saveAsTable(f"{table}_ref")
+    rules = [
+        {
+            "name": "no_big_ids",
+            "check": {
+                "function": "sql_query",
+                "arguments": {
+                    "query": "SELECT id, amount > 4 AS condition FROM {{ input_view }}",
+                    "merge_columns": ["id"],
+                },
+            },
+            "action_if_failed": "drop",
+        },
+        {
+            "name": "some_amount",
+            "check": {"function": "agg_dq", "arguments": {"expectation": "sum(amount) > 0", "target": True}},
+            "action_if_failed": "fail",
+        },
+        {
+            "name": "ref_loaded",
+            "check": {"function": "query_dq", "arguments": {"expectation": f"(select count(*) from {table}_ref) = 2"}},
+            "action_if_failed": "fail",
+        },
+    ]
+
+    @with_quarantine(rules=rules, target_table=f"{table}_target", write_to_table=True)
+    def pipeline() -> DataFrame:
+        return rows(spark)
+
+    kept = pipeline()
+    assert sorted(r["id"] for r in kept.collect()) == [2, 3]
+    result = pipeline.last_run
+    assert result is not None and result.rule_failures["no_big_ids"] == 1
+    assert [(r.rule, r.phase, r.passed) for r in result.dataset_rule_results] == [
+        ("some_amount", "source", True),
+        ("ref_loaded", "source", True),
+        ("some_amount", "target", True),
+    ]

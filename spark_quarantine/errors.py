@@ -69,6 +69,7 @@ CODES: dict[str, str] = {
     "SQ-R028": "a YAML mapping repeats a key",
     "SQ-R029": "a ${name} value in an expectation is neither a SQL literal's type nor a valid identifier",
     "SQ-R030": "in DLQ mode every rule acts as drop (warning)",
+    "SQ-R031": "a geometry check needs spatial SQL functions the session lacks",
     # user_conf and decorator arguments.
     "SQ-C001": "unknown spark.quarantine.* key in user_conf",
     "SQ-C002": "a user_conf value has the wrong type",

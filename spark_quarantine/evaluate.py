@@ -107,6 +107,11 @@ def check_rules_against(
     (non-deterministic expressions, code ``SQ-R025``; every rule disabled, ``SQ-R027``).
     """
     enabled = [r for r in rules if r.enabled]
+    if enabled:
+        spatial = spatial_problems(df.sparkSession, enabled)
+        if spatial:
+            raise RuleValidationError(spatial)
+        enabled = list(adapt_rules(df.sparkSession, enabled))
     if rules and not enabled:
         names = ", ".join(r.name for r in rules[:5]) + (", ..." if len(rules) > 5 else "")
         return [
@@ -127,6 +132,76 @@ def check_rules_against(
     if isinstance(outcome, RuleValidationError):
         raise RuleValidationError(outcome.problems)
     return list(outcome)
+
+
+# ---------------------------------------------------------------------------- spatial functions
+
+
+def _requires(rule: Rule) -> tuple[str, ...]:
+    if rule.check is None or compiled_kind(rule) != "row":
+        return ()
+    from spark_quarantine import checks
+
+    return checks.get_check(rule.check.function).requires
+
+
+def _has_function(spark: SparkSession, name: str) -> bool:
+    return _memo(("function", id(spark), name.lower()), lambda: bool(spark.catalog.functionExists(name)))
+
+
+def spatial_engine(spark: SparkSession) -> str | None:
+    """``databricks`` (``try_to_geometry`` and the ``st_*`` functions), ``sedona`` (Apache Sedona's) or None."""
+    if _has_function(spark, "try_to_geometry"):
+        return "databricks"
+    if _has_function(spark, "st_geomfromwkt"):
+        return "sedona"
+    return None
+
+
+def spatial_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
+    """``SQ-R031`` for each geometry check whose spatial functions the session lacks (no job)."""
+    from spark_quarantine.checks.geo import adapt_sql
+
+    problems = []
+    engine: str | None = None
+    for rule in rules:
+        needed = _requires(rule)
+        if not needed:
+            continue
+        engine = engine or spatial_engine(spark) or "none"
+        names = [adapt_sql(f"{n}(", engine)[:-1] for n in needed]
+        missing = [n for n in names if not _has_function(spark, n)]
+        if missing:
+            found = {"databricks": "Databricks' spatial functions", "sedona": "Apache Sedona"}.get(engine)
+            problems.append(
+                _problem(
+                    rule,
+                    "SQ-R031",
+                    f"check {rule.check.function!r} compiles to the spatial SQL functions {', '.join(needed)}; "  # type: ignore[union-attr]
+                    f"this session lacks {', '.join(missing)}"
+                    + (f" (it has {found})" if found else "")
+                    + ". Run it on Databricks Runtime 17.1+ or serverless, or on a session with Apache Sedona "
+                    "registered; has_x_coordinate_between, has_y_coordinate_between, is_latitude and "
+                    "is_longitude need nothing extra",
+                )
+            )
+    return problems
+
+
+def adapt_rules(spark: SparkSession, rules: Sequence[Rule]) -> tuple[Rule, ...]:
+    """``rules`` with their geometry checks' SQL in the session's spatial dialect (Sedona's names)."""
+    if not any(_requires(r) for r in rules) or spatial_engine(spark) != "sedona":
+        return tuple(rules)
+    from dataclasses import replace
+
+    from spark_quarantine.checks.geo import adapt_sql
+
+    return tuple(
+        replace(r, expectation=adapt_sql(r.expectation, "sedona"), message=r.message and adapt_sql(r.message, "sedona"))
+        if _requires(r)
+        else r
+        for r in rules
+    )
 
 
 def parse_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
@@ -552,7 +627,7 @@ def flag_rows(
     add their window or join first (one shuffle at most each); whole-dataset aggregates become
     metrics.
     """
-    enabled = tuple(r for r in rules if r.enabled)
+    enabled = adapt_rules(df.sparkSession, [r for r in rules if r.enabled])
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
     columns = tuple(c for c in df.columns if c not in carry)
     source = df

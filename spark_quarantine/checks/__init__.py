@@ -102,6 +102,8 @@ class CheckDefinition:
     """How the check judges a NULL value (built-ins: "passes" or "fails", with any detail)."""
     shown_as_call: bool = False
     """Results show the rule as its call, not its SQL (a check whose SQL embeds a long list)."""
+    requires: tuple[str, ...] = ()
+    """SQL functions the compiled check calls that Spark itself lacks (the geometry checks' ``st_*``)."""
 
     @property
     def signature(self) -> str:
@@ -740,7 +742,9 @@ _STRING_CASES = {
 # ---------------------------------------------------------------------------------------------
 
 
-def _builtin(nulls: str, shown_as_call: bool = False) -> Callable[[Callable[..., CheckSql]], Callable[..., CheckSql]]:
+def _builtin(
+    nulls: str, shown_as_call: bool = False, requires: tuple[str, ...] = ()
+) -> Callable[[Callable[..., CheckSql]], Callable[..., CheckSql]]:
     """Register a built-in row check; its argument errors become CheckError SQ-R017 naming the check."""
 
     def register(func: Callable[..., CheckSql]) -> Callable[..., CheckSql]:
@@ -764,6 +768,7 @@ def _builtin(nulls: str, shown_as_call: bool = False) -> Callable[[Callable[...,
             kind="row",
             nulls=nulls,
             shown_as_call=shown_as_call,
+            requires=requires,
         )
         _REGISTRY[name] = definition
         return checked
@@ -1694,6 +1699,8 @@ def sql_expression(
         parts.append(")")
     return CheckSql(condition, _concat(*parts))
 
+
+from spark_quarantine.checks import geo as _geo  # noqa: E402,F401 - registers the geometry checks
 
 #: Names of the built-in row checks, in the order of the reference page.
 ROW_CHECKS: tuple[str, ...] = tuple(name for name, d in _REGISTRY.items() if d.builtin)

@@ -1105,7 +1105,9 @@ class TestUnknownCheck:
     def test_far_names_list_the_known_checks(self) -> None:
         """A name like no other lists the known checks instead; compile and bind raise the same error."""
         for call in (lambda: compile_check("zzz", {}), lambda: bind_arguments("zzz", {})):
-            with pytest.raises(CheckError, match="expected one of has_json_keys, has_num_decimal_places, ") as caught:
+            with pytest.raises(
+                CheckError, match="expected one of has_dimension, has_json_keys, has_num_decimal_places, "
+            ) as caught:
                 call()
             assert caught.value.code == "SQ-R016"
 
@@ -1121,6 +1123,19 @@ class TestUnknownCheck:
 def scratch_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Custom checks registered in a test vanish after it."""
     monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+
+
+#: Minimal arguments of the geometry checks beyond ``column``.
+GEO_MINIMAL: dict[str, dict[str, Any]] = {
+    "has_dimension": {"dimension": 1},
+    "has_x_coordinate_between": {"min_value": 0, "max_value": 1},
+    "has_y_coordinate_between": {"min_value": 0, "max_value": 1},
+    **{f"is_area_{op}": {"value": 1} for op in ("equal_to", "not_equal_to", "not_greater_than", "not_less_than")},
+    **{f"is_num_points_{op}": {"value": 1} for op in ("equal_to", "not_equal_to", "not_greater_than", "not_less_than")},
+    **{f"is_geo_{r}": {"reference_geometry": "POINT (0 0)"} for r in ("contains", "touches", "within")},
+    "is_geo_covers": {"reference_geometry": "POINT (0 0)", "resolution": 5},
+    "is_geo_intersects": {"reference_geometry": "POINT (0 0)", "precise": True},
+}
 
 
 class TestRegistry:
@@ -1171,6 +1186,34 @@ class TestRegistry:
         "is_valid_currency_code",
         "is_valid_language_code",
         "is_valid_subdivision_code",
+        "is_geometry",
+        "is_geography",
+        "is_point",
+        "is_linestring",
+        "is_polygon",
+        "is_multipoint",
+        "is_multilinestring",
+        "is_multipolygon",
+        "is_geometrycollection",
+        "is_ogc_valid",
+        "is_non_empty_geometry",
+        "is_not_null_island",
+        "has_dimension",
+        "has_x_coordinate_between",
+        "has_y_coordinate_between",
+        "is_area_equal_to",
+        "is_area_not_equal_to",
+        "is_area_not_greater_than",
+        "is_area_not_less_than",
+        "is_num_points_equal_to",
+        "is_num_points_not_equal_to",
+        "is_num_points_not_greater_than",
+        "is_num_points_not_less_than",
+        "is_geo_contains",
+        "is_geo_covers",
+        "is_geo_intersects",
+        "is_geo_touches",
+        "is_geo_within",
     }
 
     def test_row_checks_are_the_registered_built_ins(self) -> None:
@@ -1203,6 +1246,7 @@ class TestRegistry:
             "is_ipv4_address_in_cidr": {"cidr_block": "10.0.0.0/8"},
             "is_ipv6_address_in_cidr": {"cidr_block": "2001:db8::/32"},
             "has_valid_json_schema": {"schema": "a INT"},
+            **GEO_MINIMAL,
         }
         for name in ROW_CHECKS:
             arguments = (

@@ -49,7 +49,10 @@ def tables() -> dict[str, str]:
             peer = "DQX `" + definition.name + "`; SE: a `row_dq` expectation"
             if definition.name == "sql_expression":
                 peer = "DQX `sql_expression`; SE: any `row_dq` expectation"
-            cells = (f"`{definition.signature}`", definition.nulls, "none: one projection", peer, definition.doc)
+            cost = "none: one projection"
+            if definition.requires:
+                cost += "; needs the session's " + ", ".join(f"`{f}`" for f in definition.requires) + " (else SQ-R031)"
+            cells = (f"`{definition.signature}`", definition.nulls, cost, peer, definition.doc)
             checks.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     checks += [
         "",

@@ -111,7 +111,6 @@ def check_rules_against(
         spatial = spatial_problems(df.sparkSession, enabled)
         if spatial:
             raise RuleValidationError(spatial)
-        enabled = list(adapt_rules(df.sparkSession, enabled))
     if rules and not enabled:
         names = ", ".join(r.name for r in rules[:5]) + (", ..." if len(rules) > 5 else "")
         return [
@@ -159,9 +158,13 @@ def spatial_engine(spark: SparkSession) -> str | None:
 
 
 def spatial_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
-    """``SQ-R031`` for each geometry check whose spatial functions the session lacks (no job)."""
-    from spark_quarantine.checks.geo import adapt_sql
+    """``SQ-R031`` for each geometry check whose spatial functions the session lacks (no job).
 
+    The checks compile to Databricks' functions, as DQX's do. Apache Sedona is detected and
+    refused by name: its parsers (``ST_GeomFromWKT``, ``ST_GeomFromText``) raise on a value that
+    is no geometry, where ``try_to_geometry`` gives NULL, so one bad row would fail the whole
+    job instead of failing the check.
+    """
     problems = []
     engine: str | None = None
     for rule in rules:
@@ -169,39 +172,27 @@ def spatial_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem
         if not needed:
             continue
         engine = engine or spatial_engine(spark) or "none"
-        names = [adapt_sql(f"{n}(", engine)[:-1] for n in needed]
-        missing = [n for n in names if not _has_function(spark, n)]
-        if missing:
-            found = {"databricks": "Databricks' spatial functions", "sedona": "Apache Sedona"}.get(engine)
-            problems.append(
-                _problem(
-                    rule,
-                    "SQ-R031",
-                    f"check {rule.check.function!r} compiles to the spatial SQL functions {', '.join(needed)}; "  # type: ignore[union-attr]
-                    f"this session lacks {', '.join(missing)}"
-                    + (f" (it has {found})" if found else "")
-                    + ". Run it on Databricks Runtime 17.1+ or serverless, or on a session with Apache Sedona "
-                    "registered; has_x_coordinate_between, has_y_coordinate_between, is_latitude and "
-                    "is_longitude need nothing extra",
-                )
+        missing = [n for n in needed if not _has_function(spark, n)]
+        if not missing:
+            continue
+        function = rule.check.function if rule.check else ""
+        if engine == "sedona":
+            why = (
+                "this session has Apache Sedona, whose geometry parsers raise on a value that is no geometry "
+                "(one bad row would fail the job) where try_to_geometry gives NULL"
             )
+        else:
+            why = f"this session lacks {', '.join(missing)}"
+        problems.append(
+            _problem(
+                rule,
+                "SQ-R031",
+                f"check {function!r} compiles to the spatial SQL functions {', '.join(needed)}; {why}. Run it on "
+                "Databricks Runtime 17.1+ or serverless; has_x_coordinate_between, has_y_coordinate_between, "
+                "is_latitude and is_longitude need nothing extra",
+            )
+        )
     return problems
-
-
-def adapt_rules(spark: SparkSession, rules: Sequence[Rule]) -> tuple[Rule, ...]:
-    """``rules`` with their geometry checks' SQL in the session's spatial dialect (Sedona's names)."""
-    if not any(_requires(r) for r in rules) or spatial_engine(spark) != "sedona":
-        return tuple(rules)
-    from dataclasses import replace
-
-    from spark_quarantine.checks.geo import adapt_sql
-
-    return tuple(
-        replace(r, expectation=adapt_sql(r.expectation, "sedona"), message=r.message and adapt_sql(r.message, "sedona"))
-        if _requires(r)
-        else r
-        for r in rules
-    )
 
 
 def parse_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
@@ -627,7 +618,7 @@ def flag_rows(
     add their window or join first (one shuffle at most each); whole-dataset aggregates become
     metrics.
     """
-    enabled = adapt_rules(df.sparkSession, [r for r in rules if r.enabled])
+    enabled = tuple(r for r in rules if r.enabled)
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
     columns = tuple(c for c in df.columns if c not in carry)
     source = df

@@ -5,8 +5,9 @@ Each compiles to Spark SQL over the session's spatial functions, as DQX's do:
 the ``h3_*`` functions for the approximate ``is_geo_covers`` / ``is_geo_intersects``). A
 session without them cannot run these checks: the run refuses such a rule at validation, with
 ``SQ-R031`` naming the functions it lacks, before any job (see
-:func:`spark_quarantine.evaluate.check_rules_against`). Apache Sedona's functions are detected
-too, and the rules adapted to them (:func:`adapt_to_session`).
+:func:`spark_quarantine.evaluate.check_rules_against`). A session with Apache Sedona is
+detected and refused by name: Sedona's parsers raise on a value that is no geometry, where
+``try_to_geometry`` gives NULL, so one bad row would fail the job instead of the check.
 
 ``has_x_coordinate_between`` and ``has_y_coordinate_between`` need nothing extra: they read
 the coordinates out of the WKT text in plain Spark SQL, like ``is_latitude`` and ``is_longitude``.
@@ -17,7 +18,6 @@ A NULL value passes every check, as in DQX. A value that is no geometry fails ev
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from spark_quarantine.checks import (
@@ -36,7 +36,7 @@ from spark_quarantine.checks import (
     sql_literal,
 )
 
-__all__ = ["GEOMETRY_FUNCTIONS", "adapt_sql"]
+__all__ = ["GEOMETRY_FUNCTIONS"]
 
 #: The spatial functions each family of checks calls; the refusal names the missing ones.
 GEOMETRY_FUNCTIONS = ("try_to_geometry", "st_geometrytype")
@@ -414,17 +414,3 @@ def is_geo_within(
 ) -> CheckSql:
     """Passes when the reference geometry lies within the value: ``st_within(reference, value)``, as DQX calls it."""
     return _related(column, reference_geometry, "within", convert_column, convert_reference_geometry)
-
-
-# ---------------------------------------------------------------------------- other engines
-
-#: Apache Sedona spells two of Databricks' functions differently; the rest share their names.
-_SEDONA = {"try_to_geometry": "ST_GeomFromWKT", "try_to_geography": "ST_GeogFromWKT"}
-_SEDONA_CALL = re.compile(r"\b(try_to_geometry|try_to_geography)\(")
-
-
-def adapt_sql(sql: str, engine: str) -> str:
-    """``sql`` (as the checks compile it, for Databricks) for ``engine`` (``databricks`` or ``sedona``)."""
-    if engine != "sedona":
-        return sql
-    return _SEDONA_CALL.sub(lambda m: _SEDONA[m.group(1)] + "(", sql)

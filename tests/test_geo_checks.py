@@ -1,0 +1,177 @@
+"""DQX's geometry checks: the coordinate checks run anywhere; the others need the session's
+spatial SQL functions and are refused, with SQ-R031, where it has none."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_quarantine import RuleValidationError, apply_checks_and_split, load_rules, with_quarantine
+from spark_quarantine.checks import ROW_CHECKS, compile_check, get_check
+from spark_quarantine.formats import convert
+
+from tests.test_checks import GEO_MINIMAL
+
+SPATIAL = [name for name in ROW_CHECKS if get_check(name).requires]
+
+
+def rule(function: str, **arguments: Any) -> dict[str, Any]:
+    return {"check": {"function": function, "arguments": {"column": "geom", **arguments}}, "action_if_failed": "drop"}
+
+
+@pytest.fixture(scope="module")
+def shapes(spark: SparkSession) -> DataFrame:
+    # DQX's own test input for the coordinate checks, and a few more shapes.
+    return spark.createDataFrame(
+        [
+            (1, "POINT(1 1)"),
+            (2, "nonsense"),
+            (3, "POLYGON((0 0, 2 0, 0 2, 0 0))"),
+            (4, None),
+            (5, "POINT EMPTY"),
+            (6, "LINESTRING Z (0.5 0.5 9, 1 0 9)"),
+            (7, "MULTIPOINT ((0 0), (1 3))"),
+        ],
+        "id long, geom string",
+    )
+
+
+def passing(df: DataFrame, rules: list[dict[str, Any]]) -> list[int]:
+    valid, _ = apply_checks_and_split(df, rules)
+    return sorted(r["id"] for r in valid.collect())
+
+
+class TestCoordinateChecksNeedNothingExtra:
+    def test_x_coordinates_as_dqx_asserts(self, shapes: DataFrame) -> None:
+        """DQX: POINT(1 1) passes [0, 1], 'nonsense' and the polygon reaching x=2 fail, NULL passes."""
+        assert passing(shapes, [rule("has_x_coordinate_between", min_value=0, max_value=1)]) == [1, 4, 5, 6, 7]
+
+    def test_y_coordinates_as_dqx_asserts(self, shapes: DataFrame) -> None:
+        """The same for y; a Z value is not read as y, and a point at y=3 fails."""
+        assert passing(shapes, [rule("has_y_coordinate_between", min_value=0, max_value=1)]) == [1, 4, 5, 6]
+
+    def test_the_failure_says_which_range(self, shapes: DataFrame) -> None:
+        _, invalid = apply_checks_and_split(shapes, [rule("has_x_coordinate_between", min_value=0, max_value=1)])
+        (message,) = invalid.filter("id = 3").collect()[0]["meta_row_dq_results"]
+        assert "has x coordinates outside the range [0, 1]" in message["message"]
+
+    def test_bad_ranges_are_coded(self) -> None:
+        with pytest.raises(RuleValidationError, match=r"SQ-R017.*min_value.*expected a number"):
+            load_rules([rule("has_x_coordinate_between", min_value="low", max_value=1)])
+
+
+class TestSpatialChecksWithoutSpatialFunctions:
+    @pytest.mark.parametrize("function", SPATIAL)
+    def test_refused_before_any_write(self, spark: SparkSession, shapes: DataFrame, table: str, function: str) -> None:
+        """A session without try_to_geometry and st_* refuses the rule with SQ-R031, naming what is missing."""
+        rules = [rule(function, **GEO_MINIMAL.get(function, {}))]
+        with pytest.raises(RuleValidationError) as info:
+
+            @with_quarantine(rules=rules, target_table=table)
+            def pipeline() -> DataFrame:
+                return shapes
+
+            pipeline()
+        (problem,) = info.value.problems
+        assert problem.code == "SQ-R031"
+        assert "this session lacks" in problem.message and get_check(function).requires[0] in problem.message
+        assert not spark.catalog.tableExists(table) and not spark.catalog.tableExists(f"{table}_error")
+
+    def test_every_geometry_check_of_dqx_is_registered(self) -> None:
+        """28 row checks of DQX's geo module (is_latitude and is_longitude beside them)."""
+        geo = {n for n in ROW_CHECKS if n in SPATIAL or n.startswith("has_") and "coordinate" in n}
+        assert len(geo) == 28
+
+
+class TestCompiledToDatabricksFunctions:
+    """The SQL is DQX's: the same Databricks functions, so the same rows fail there."""
+
+    @pytest.mark.parametrize(
+        ("function", "arguments", "fragment"),
+        [
+            ("is_point", {}, "st_geometrytype(try_to_geometry(`geom`)) = 'ST_Point'"),
+            ("is_geography", {}, "try_to_geography(`geom`) IS NOT NULL"),
+            ("is_ogc_valid", {}, "st_isvalid(try_to_geometry(`geom`))"),
+            ("has_dimension", {"dimension": 2}, "st_dimension(try_to_geometry(`geom`)) = 2"),
+            (
+                "is_area_equal_to",
+                {"value": 1},
+                "st_area(st_transform(st_setsrid(try_to_geometry(`geom`), 4326), 3857)) = 1",
+            ),
+            ("is_area_not_less_than", {"value": 1, "geodesic": True}, "st_area(try_to_geography(`geom`)) >= 1"),
+            ("is_num_points_not_greater_than", {"value": 4}, "st_npoints(try_to_geometry(`geom`)) <= 4"),
+            ("is_geo_within", {"reference_geometry": "POINT (0 0)"}, "st_within('POINT (0 0)', `geom`)"),
+            (
+                "is_geo_contains",
+                {"reference_geometry": "POINT (0 0)", "convert_column": True, "convert_reference_geometry": True},
+                "st_contains(try_to_geometry('POINT (0 0)'), try_to_geometry(`geom`))",
+            ),
+            ("is_geo_covers", {"reference_geometry": "POINT (0 0)", "resolution": 7}, "h3_try_coverash3(`geom`, 7)"),
+        ],
+    )
+    def test_the_sql(self, function: str, arguments: dict[str, Any], fragment: str) -> None:
+        assert fragment in compile_check(function, {"column": "geom", **arguments}).condition
+
+    @pytest.mark.parametrize(
+        ("function", "arguments", "says"),
+        [
+            ("has_dimension", {"dimension": 3}, "0, 1 or 2"),
+            ("is_geo_covers", {"reference_geometry": "POINT (0 0)"}, "H3 resolution"),
+            ("is_geo_touches", {"reference_geometry": 5}, "WKT"),
+            ("is_area_equal_to", {"value": 1, "srid": -1}, "positive SRID"),
+        ],
+    )
+    def test_bad_arguments_are_coded(self, function: str, arguments: dict[str, Any], says: str) -> None:
+        with pytest.raises(RuleValidationError, match="SQ-R017") as info:
+            load_rules([rule(function, **arguments)])
+        assert says in str(info.value)
+
+    def test_dqx_geometry_checks_convert_as_they_are(self) -> None:
+        """Each of DQX's geometry checks in DQX's format converts, with no note, and loads."""
+        checks = [
+            {
+                "criticality": "error",
+                "check": {"function": n, "arguments": {"column": "geom", **GEO_MINIMAL.get(n, {})}},
+            }
+            for n in [*SPATIAL, "has_x_coordinate_between", "has_y_coordinate_between"]
+        ]
+        conversion = convert(checks, "dqx")
+        assert conversion.notes == ()
+        assert (conversion.read, conversion.converted) == (28, 28)
+        assert len(load_rules(list(conversion.rules))) == 28
+
+
+SEDONA = "org.apache.sedona:sedona-spark-shaded-4.0_2.13:1.8.0,org.datasyslab:geotools-wrapper:1.8.0-33.1"
+
+
+def test_a_sedona_session_is_named_in_the_refusal() -> None:
+    """With Apache Sedona's functions (a real Sedona session, in its own process) the refusal says why."""
+    script = textwrap.dedent(
+        f"""
+        from pyspark.sql import SparkSession
+        from spark_quarantine import RuleValidationError, apply_checks_and_split
+        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                 .config("spark.jars.packages", "{SEDONA}")
+                 .config("spark.sql.extensions", "org.apache.sedona.sql.SedonaSqlExtensions").getOrCreate())
+        assert spark.catalog.functionExists("st_geomfromwkt")
+        df = spark.createDataFrame([(1, "POINT (0.5 0.5)"), (2, "POINT (5 5)")], "id long, geom string")
+        rule = {{"check": {{"function": "has_x_coordinate_between",
+                 "arguments": {{"column": "geom", "min_value": 0, "max_value": 1}}}}, "action_if_failed": "drop"}}
+        valid, _ = apply_checks_and_split(df, [rule])
+        print("kept", sorted(r["id"] for r in valid.collect()))
+        try:
+            apply_checks_and_split(df, [{{"check": {{"function": "is_point", "arguments": {{"column": "geom"}}}},
+                                          "action_if_failed": "drop"}}])
+        except RuleValidationError as exc:
+            print(exc.problems[0].code, exc.problems[0].message)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "kept [1]" in done.stdout
+    assert "SQ-R031" in done.stdout and "this session has Apache Sedona" in done.stdout

@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_quarantine import RuleValidationError, apply_checks_and_split, load_rules, with_quarantine
 from spark_quarantine.checks import ROW_CHECKS, compile_check, get_check
 from spark_quarantine.formats import convert
-
 from tests.test_checks import GEO_MINIMAL
 
 SPATIAL = [name for name in ROW_CHECKS if get_check(name).requires]
@@ -70,12 +69,12 @@ class TestSpatialChecksWithoutSpatialFunctions:
     def test_refused_before_any_write(self, spark: SparkSession, shapes: DataFrame, table: str, function: str) -> None:
         """A session without try_to_geometry and st_* refuses the rule with SQ-R031, naming what is missing."""
         rules = [rule(function, **GEO_MINIMAL.get(function, {}))]
+
+        @with_quarantine(rules=rules, target_table=table)
+        def pipeline() -> DataFrame:
+            return shapes
+
         with pytest.raises(RuleValidationError) as info:
-
-            @with_quarantine(rules=rules, target_table=table)
-            def pipeline() -> DataFrame:
-                return shapes
-
             pipeline()
         (problem,) = info.value.problems
         assert problem.code == "SQ-R031"
@@ -84,7 +83,7 @@ class TestSpatialChecksWithoutSpatialFunctions:
 
     def test_every_geometry_check_of_dqx_is_registered(self) -> None:
         """28 row checks of DQX's geo module (is_latitude and is_longitude beside them)."""
-        geo = {n for n in ROW_CHECKS if n in SPATIAL or n.startswith("has_") and "coordinate" in n}
+        geo = {n for n in ROW_CHECKS if n in SPATIAL or (n.startswith("has_") and "coordinate" in n)}
         assert len(geo) == 28
 
 

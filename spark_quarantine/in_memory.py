@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_quarantine._logging import get_logger
+from spark_quarantine.checks.dataset import PHASED_CHECKS
 from spark_quarantine.config import parse_user_conf
 from spark_quarantine.errors import InvalidParameterError
 from spark_quarantine.evaluate import DROP_FLAG, Flagged, check_rules_against, col, flag_rows
@@ -70,8 +71,9 @@ def _flag(df: DataFrame, checks: Any, user_conf: Mapping[str, Any] | None) -> tu
     for warning in check_rules_against(df, rules, references=settings.reference_dataframes):
         log.warning("rule_warning", code=warning.code, rule=warning.rule, message=warning.message)
     flagged = flag_rows(df, rules, references=settings.reference_dataframes)
-    if flagged.dataset_metrics:
-        names = ", ".join(rule.name for rule, _ in flagged.dataset_metrics)
+    phased = [r.name for r in flagged.rules if r.check is not None and r.check.function in PHASED_CHECKS]
+    if flagged.dataset_metrics or phased:
+        names = ", ".join([rule.name for rule, _ in flagged.dataset_metrics] + phased)
         raise InvalidParameterError(
             f"rule(s) {names} judge the whole dataset by an aggregate, which needs a run to compute; "
             "apply_checks flags rows only. Use the decorator or apply_checks_and_save_in_table for them"

@@ -317,3 +317,13 @@ class TestStatsTable:
         run()
         (row,) = stats(spark, table)
         assert row["dataset_rule_results"][0]["passed"] is True
+
+
+class TestInMemory:
+    def test_apply_checks_refuses_phased_rules(self, sales: DataFrame) -> None:
+        """apply_checks writes nothing and runs no job, so it has no phases: agg_dq is refused by name."""
+        from spark_quarantine import InvalidParameterError, apply_checks
+
+        with pytest.raises(InvalidParameterError, match="enough_sales") as info:
+            apply_checks(sales, [POSITIVE, agg("sum(amount) > 0", name="enough_sales")])
+        assert info.value.code == "SQ-P001"

@@ -167,6 +167,20 @@ class TestTargetPhase:
         run()
         assert run.last_run.dataset_rule_results == (DatasetRuleResult("query", "query_dq", "target", True, "fail"),)
 
+    def test_without_a_target_it_judges_the_rows_returned(
+        self, spark: SparkSession, sales: DataFrame, table: str
+    ) -> None:
+        """With no target table the phase judges the kept rows, as Spark Expectations judges its row_dq result."""
+
+        @with_quarantine(rules=[POSITIVE, agg("count(*) > 4", "fail", source=False, target=True)], target_table=table)
+        def run() -> DataFrame:
+            return sales
+
+        with pytest.raises(QuarantineFailure) as info:
+            run()
+        assert info.value.target_written is False and info.value.failed_rules == {"aggregate": 4}
+        assert not spark.catalog.tableExists(table)
+
     def test_skipped_when_no_row_was_written(self, spark: SparkSession, table: str) -> None:
         """As in Spark Expectations, an empty result skips the target phase: passed is None."""
         df = spark.createDataFrame([(1, -1, "air")], "id long, amount int, mode string")

@@ -457,14 +457,16 @@ class _Run:
                     rows_out = self.attempt.output_rows(TARGET) if self.attempt is not None else None
                     kept_rows = rows_out if rows_out is not None else flagged.kept(frame).count()
                     self.counts = (kept_rows + self.counts[1], *self.counts[1:])
-            failing = self._target_phase(frame) if has_target else {}
-            if failing:  # judged after the write, as Spark Expectations does: the rows stay written
-                failed = self._result("failed")
+            # Judged after the write, as Spark Expectations does: the rows stay written. Without a
+            # target the phase judges the rows the call returns (Spark Expectations' row_dq result).
+            failing = self._target_phase(frame)
+            if failing:
+                failed = self._result("failed", output_rows=None if has_target else 0)
                 self._record(failed)
                 self.log.error(
                     "quarantine_run", status="failed", phase="target", failed_rules=failing, **_summary(failed)
                 )
-                failure = QuarantineFailure(failed, failing, target_written=True)
+                failure = QuarantineFailure(failed, failing, target_written=has_target)
                 try:
                     self.alerter.failed(self.run_id, failure, failed, samples)
                 except NotificationError as alert_error:

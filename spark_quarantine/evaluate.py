@@ -111,6 +111,7 @@ def check_rules_against(
         spatial = spatial_problems(df.sparkSession, enabled)
         if spatial:
             raise RuleValidationError(spatial)
+        enabled = list(adapt_rules(df.sparkSession, enabled))
     if rules and not enabled:
         names = ", ".join(r.name for r in rules[:5]) + (", ..." if len(rules) > 5 else "")
         return [
@@ -157,42 +158,84 @@ def spatial_engine(spark: SparkSession) -> str | None:
     return None
 
 
+#: Spatial functions Apache Sedona has no equivalent of, as the geometry checks use them: a
+#: geography parser, ``st_transform`` by SRID number (Sedona's needs a CRS database) and H3.
+_NOT_IN_SEDONA = ("try_to_geography", "st_transform", "h3_try_coverash3", "h3_pointash3")
+_SPATIAL_CALL = re.compile(r"\b(try_to_geometry|try_to_geography|st_\w+|h3_\w+)\(", re.IGNORECASE)
+
+
+def _spatial_calls(rule: Rule) -> list[str]:
+    """The spatial functions a geometry check's compiled SQL calls, in order."""
+    texts = (rule.expectation or "", rule.message or "")
+    return list(dict.fromkeys(m.group(1).lower() for text in texts for m in _SPATIAL_CALL.finditer(text)))
+
+
 def spatial_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
     """``SQ-R031`` for each geometry check whose spatial functions the session lacks (no job).
 
-    The checks compile to Databricks' functions, as DQX's do. Apache Sedona is detected and
-    refused by name: its parsers (``ST_GeomFromWKT``, ``ST_GeomFromText``) raise on a value that
-    is no geometry, where ``try_to_geometry`` gives NULL, so one bad row would fail the whole
-    job instead of failing the check.
+    The checks compile to Databricks' functions, as DQX's do; on a session with Apache Sedona
+    they are adapted (:func:`adapt_rules`), except the few that Sedona has no equivalent for.
     """
     problems = []
     engine: str | None = None
     for rule in rules:
-        needed = _requires(rule)
-        if not needed:
+        if not _requires(rule):
             continue
         engine = engine or spatial_engine(spark) or "none"
-        missing = [n for n in needed if not _has_function(spark, n)]
+        calls = _spatial_calls(rule)
+        if engine == "sedona":
+            missing = [c for c in calls if c in _NOT_IN_SEDONA]
+            why = f"this session has Apache Sedona, which has no equivalent of {', '.join(missing)} as used here"
+        else:
+            missing = [c for c in calls if not _has_function(spark, c)]
+            why = f"this session lacks {', '.join(missing)}"
         if not missing:
             continue
         function = rule.check.function if rule.check else ""
-        if engine == "sedona":
-            why = (
-                "this session has Apache Sedona, whose geometry parsers raise on a value that is no geometry "
-                "(one bad row would fail the job) where try_to_geometry gives NULL"
-            )
-        else:
-            why = f"this session lacks {', '.join(missing)}"
         problems.append(
             _problem(
                 rule,
                 "SQ-R031",
-                f"check {function!r} compiles to the spatial SQL functions {', '.join(needed)}; {why}. Run it on "
-                "Databricks Runtime 17.1+ or serverless; has_x_coordinate_between, has_y_coordinate_between, "
-                "is_latitude and is_longitude need nothing extra",
+                f"check {function!r} compiles to the spatial SQL functions {', '.join(calls)}; {why}. Run it on "
+                "Databricks Runtime 17.1+ or serverless (or, except geographies, SRID transforms and H3, with Apache "
+                "Sedona); has_x_coordinate_between, has_y_coordinate_between, is_latitude and is_longitude need "
+                "nothing extra",
             )
         )
     return problems
+
+
+def adapt_rules(spark: SparkSession, rules: Sequence[Rule]) -> tuple[Rule, ...]:
+    """``rules`` with their geometry checks' SQL for the session's spatial functions.
+
+    On Apache Sedona ``try_to_geometry(x)`` becomes ``ST_GeomFromWKT(x)`` guarded by a
+    ``try_reflect`` parse: Sedona's parsers raise on a value that is no geometry, which would
+    fail the job where ``try_to_geometry`` gives NULL and the check fails the row.
+    """
+    if not any(_requires(r) for r in rules) or spatial_engine(spark) != "sedona":
+        return tuple(rules)
+    from dataclasses import replace
+
+    return tuple(
+        replace(r, expectation=_for_sedona(r.expectation), message=r.message and _for_sedona(r.message))
+        if _requires(r)
+        else r
+        for r in rules
+    )
+
+
+def _for_sedona(sql: str) -> str:
+    out, i, call = [], 0, "try_to_geometry("
+    while (at := sql.find(call, i)) >= 0:
+        depth, j = 1, at + len(call)
+        while depth:  # the argument's closing parenthesis (our own SQL: quotes hold no parentheses)
+            depth += {"(": 1, ")": -1}.get(sql[j], 0)
+            j += 1
+        value = _for_sedona(sql[at + len(call) : j - 1])
+        parsed = f"try_reflect('org.apache.sedona.common.Constructors', 'geomFromWKT', CAST({value} AS STRING), 0)"
+        out += [sql[i:at], f"(CASE WHEN {parsed} IS NOT NULL THEN ST_GeomFromWKT({value}) END)"]
+        i = j
+    return "".join(out) + sql[i:]
 
 
 def parse_problems(spark: SparkSession, rules: Sequence[Rule]) -> list[Problem]:
@@ -521,7 +564,7 @@ def _inspect_outputs(df: DataFrame, selected: DataFrame, parsed: list[tuple[Rule
                     "own columns",
                 )
             )
-        elif alone.non_deterministic():
+        elif alone.non_deterministic() and not _requires(rule):  # Sedona's guarded parse uses try_reflect
             problems.append(
                 _problem(
                     rule,
@@ -618,7 +661,7 @@ def flag_rows(
     add their window or join first (one shuffle at most each); whole-dataset aggregates become
     metrics.
     """
-    enabled = tuple(r for r in rules if r.enabled)
+    enabled = adapt_rules(df.sparkSession, [r for r in rules if r.enabled])
     flags = tuple(f"{FLAG_PREFIX}r{i}" for i in range(len(enabled)))
     columns = tuple(c for c in df.columns if c not in carry)
     source = df

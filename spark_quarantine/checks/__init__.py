@@ -1709,15 +1709,16 @@ def sql_expression(
 # the ``h3_*`` functions for the approximate ``is_geo_covers`` / ``is_geo_intersects``). A
 # session without them cannot run these checks: the run refuses such a rule at validation, with
 # ``SQ-R031`` naming the functions it lacks, before any job (see
-# :func:`spark_quarantine.evaluate.check_rules_against`). A session with Apache Sedona is
-# detected and refused by name: Sedona's parsers raise on a value that is no geometry, where
-# ``try_to_geometry`` gives NULL, so one bad row would fail the job instead of the check.
+# :func:`spark_quarantine.evaluate.check_rules_against`). On a session with Apache Sedona the
+# SQL is adapted to Sedona's functions (:func:`spark_quarantine.evaluate.adapt_rules`), except
+# geographies, SRID transforms and H3, which Sedona has no equivalent of (refused, SQ-R031).
 #
 # ``has_x_coordinate_between`` and ``has_y_coordinate_between`` need nothing extra: they read
 # the coordinates out of the WKT text in plain Spark SQL, like ``is_latitude`` and ``is_longitude``.
 #
 # A NULL value passes every check, as in DQX. A value that is no geometry fails every check but
-# ``is_not_null_island`` (DQX: only a real null island fails it).
+# ``is_not_null_island`` and the ``is_geo_*`` relationships (DQX: their verdict is then NULL,
+# and a NULL verdict passes there).
 
 #: The spatial functions each family of checks calls; the refusal names the missing ones.
 _GEOMETRY = ("try_to_geometry", "st_geometrytype")
@@ -1823,7 +1824,7 @@ def is_not_null_island(column: str) -> CheckSql:
     g = _geom(col)
     island = (
         f"{g} IS NOT NULL AND st_geometrytype({g}) = 'ST_Point' AND st_x({g}) = 0.0 AND st_y({g}) = 0.0 "
-        f"AND coalesce(st_z({g}), 0.0) = 0.0 AND coalesce(st_m({g}), 0.0) = 0.0"
+        f"AND coalesce(nanvl(st_z({g}), 0.0D), 0.0D) = 0.0D AND coalesce(nanvl(st_m({g}), 0.0D), 0.0D) = 0.0D"
     )
     return CheckSql(_null_passes(col, f"NOT coalesce({island}, false)"), _said(col, "is the null island (0, 0)"))
 
@@ -2015,7 +2016,8 @@ def _related(
         if _flag(convert_reference_geometry, "convert_reference_geometry")
         else reference
     )
-    condition = f"coalesce(st_{relation}({ref}, {value}), false)"
+    # DQX: a value that is no geometry makes the relationship NULL, and a NULL verdict passes there.
+    condition = f"coalesce(st_{relation}({ref}, {value}), true)"
     return CheckSql(_null_passes(col, condition), _said(col, _RELATIONS[relation]))
 
 

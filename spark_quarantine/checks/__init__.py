@@ -1817,7 +1817,10 @@ def is_non_empty_geometry(column: str) -> CheckSql:
     return _parsed_and(col, f"NOT st_isempty({_geom(col)})", "is an empty geometry")
 
 
-@_builtin(nulls="passes", requires=("try_to_geometry", "st_geometrytype", "st_x", "st_y", "st_z", "st_m"))
+@_builtin(
+    nulls="passes; so does a value that is no geometry (DQX)",
+    requires=("try_to_geometry", "st_geometrytype", "st_x", "st_y", "st_z", "st_m"),
+)
 def is_not_null_island(column: str) -> CheckSql:
     """Fails a point at (0, 0) (with Z and M 0 or absent), the "null island"; anything else passes (DQX)."""
     col = _column(column)
@@ -2045,7 +2048,7 @@ def _approximate(column: str, reference_geometry: Any, resolution: Any, relation
 _PRECISE = ("try_to_geometry",)
 
 
-@_builtin(nulls="passes", requires=(*_PRECISE, "st_contains"))
+@_builtin(nulls="passes; so does a value that is no geometry (DQX)", requires=(*_PRECISE, "st_contains"))
 def is_geo_contains(
     column: str, reference_geometry: Any, convert_column: bool = False, convert_reference_geometry: bool = False
 ) -> CheckSql:
@@ -2053,7 +2056,10 @@ def is_geo_contains(
     return _related(column, reference_geometry, "contains", convert_column, convert_reference_geometry)
 
 
-@_builtin(nulls="passes", requires=(*_PRECISE, "st_covers", "h3_try_coverash3", "h3_pointash3"))
+@_builtin(
+    nulls="passes; so does a value that is no geometry (DQX)",
+    requires=(*_PRECISE, "st_covers", "h3_try_coverash3", "h3_pointash3"),
+)
 def is_geo_covers(
     column: str,
     reference_geometry: Any,
@@ -2068,7 +2074,10 @@ def is_geo_covers(
     return _approximate(column, reference_geometry, resolution, "covers")
 
 
-@_builtin(nulls="passes", requires=(*_PRECISE, "st_intersects", "h3_try_coverash3", "h3_pointash3"))
+@_builtin(
+    nulls="passes; so does a value that is no geometry (DQX)",
+    requires=(*_PRECISE, "st_intersects", "h3_try_coverash3", "h3_pointash3"),
+)
 def is_geo_intersects(
     column: str,
     reference_geometry: Any,
@@ -2083,7 +2092,7 @@ def is_geo_intersects(
     return _approximate(column, reference_geometry, resolution, "intersects")
 
 
-@_builtin(nulls="passes", requires=(*_PRECISE, "st_touches"))
+@_builtin(nulls="passes; so does a value that is no geometry (DQX)", requires=(*_PRECISE, "st_touches"))
 def is_geo_touches(
     column: str, reference_geometry: Any, convert_column: bool = False, convert_reference_geometry: bool = False
 ) -> CheckSql:
@@ -2091,7 +2100,7 @@ def is_geo_touches(
     return _related(column, reference_geometry, "touches", convert_column, convert_reference_geometry)
 
 
-@_builtin(nulls="passes", requires=(*_PRECISE, "st_within"))
+@_builtin(nulls="passes; so does a value that is no geometry (DQX)", requires=(*_PRECISE, "st_within"))
 def is_geo_within(
     column: str, reference_geometry: Any, convert_column: bool = False, convert_reference_geometry: bool = False
 ) -> CheckSql:

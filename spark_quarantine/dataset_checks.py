@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 from pyspark.sql.window import Window
 
 from spark_quarantine.checks.dataset import DatasetCheck
-from spark_quarantine.evaluate import FLAG_PREFIX, col
+from spark_quarantine.evaluate import FLAG_PREFIX, col, quote
 
 __all__ = ["BUILDERS", "DatasetFlag", "aggregate", "build", "judge_phase", "phase_frame", "schema_differences"]
 
@@ -437,6 +437,35 @@ def _has_no_aggr_outliers(
     return DatasetFlag(joined, F.coalesce(F.col(f"{prefix}_out"), F.lit(False)), message)
 
 
+def _are_polygons_mutually_disjoint(
+    df: DataFrame, check: DatasetCheck, prefix: str, references: Mapping[str, DataFrame], scope: Column | None
+) -> DatasetFlag:
+    """DQX's: rows hashed; a repeated row fails, and each pair of intersecting polygons fails both."""
+    from spark_quarantine.evaluate import spatial_sql
+
+    name = check.columns[0]
+    key, shape, marker = f"{prefix}_key", f"{prefix}_shape", f"{prefix}_hit"
+    own = [c for c in df.columns if not c.startswith(FLAG_PREFIX)]
+    hashed = df.withColumn(key, F.xxhash64(F.struct(*[col(c) for c in own])))
+    chosen = hashed if scope is None else hashed.where(scope)
+    repeated = chosen.groupBy(key).count().where(F.col("count") > 1).select(key)
+    shapes = (
+        chosen.dropDuplicates([key])
+        .select(key, F.expr(spatial_sql(df.sparkSession, f"try_to_geometry({quote(name)})")).alias(shape))
+        .where(F.expr(f"`{shape}` IS NOT NULL AND st_geometrytype(`{shape}`) IN ('ST_Polygon', 'ST_MultiPolygon')"))
+    )
+    a, b = shapes.alias("a"), shapes.alias("b")
+    pairs = a.join(b, (F.col(f"b.{key}") > F.col(f"a.{key}")) & F.expr(f"st_intersects(a.`{shape}`, b.`{shape}`)"))
+    hits = pairs.select(F.explode(F.array(F.col(f"a.{key}"), F.col(f"b.{key}"))).alias(key))
+    bad = repeated.union(hits).distinct().withColumn(marker, F.lit(True))
+    joined = hashed.join(bad, key, "left")
+    message = F.concat(
+        F.lit(f"{name} = "), F.coalesce(col(name).cast("string"), F.lit("NULL")),
+        F.lit(" intersects with at least one other polygon"),
+    )  # fmt: skip
+    return DatasetFlag(joined, _in_scope(F.col(marker), scope), message)
+
+
 BUILDERS = {
     "sql_query": _sql_query,
     "compare_datasets": _compare_datasets,
@@ -446,6 +475,7 @@ BUILDERS = {
     "has_valid_schema": _has_valid_schema,
     "has_no_outliers": _has_no_outliers,
     "has_no_aggr_outliers": _has_no_aggr_outliers,
+    "are_polygons_mutually_disjoint": _are_polygons_mutually_disjoint,
 }
 
 

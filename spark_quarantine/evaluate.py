@@ -138,7 +138,14 @@ def check_rules_against(
 
 
 def _requires(rule: Rule) -> tuple[str, ...]:
-    if rule.check is None or compiled_kind(rule) != "row":
+    if rule.check is None:
+        return ()
+    kind = compiled_kind(rule)
+    if kind == "dataset":
+        from spark_quarantine.checks.dataset import SPATIAL_DATASET_CHECKS
+
+        return SPATIAL_DATASET_CHECKS.get(rule.check.function, ())
+    if kind != "row":
         return ()
     from spark_quarantine import checks
 
@@ -166,6 +173,8 @@ _SPATIAL_CALL = re.compile(r"\b(try_to_geometry|try_to_geography|st_\w+|h3_\w+)\
 
 def _spatial_calls(rule: Rule) -> list[str]:
     """The spatial functions a geometry check's compiled SQL calls, in order."""
+    if compiled_kind(rule) == "dataset":
+        return list(_requires(rule))
     texts = (rule.expectation or "", rule.message or "")
     return list(dict.fromkeys(m.group(1).lower() for text in texts for m in _SPATIAL_CALL.finditer(text)))
 
@@ -222,6 +231,11 @@ def adapt_rules(spark: SparkSession, rules: Sequence[Rule]) -> tuple[Rule, ...]:
         else r
         for r in rules
     )
+
+
+def spatial_sql(spark: SparkSession, sql: str) -> str:
+    """``sql`` written with Databricks' spatial functions, for this session's (see :func:`adapt_rules`)."""
+    return _for_sedona(sql) if spatial_engine(spark) == "sedona" else sql
 
 
 def _for_sedona(sql: str) -> str:

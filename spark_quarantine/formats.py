@@ -658,7 +658,6 @@ _DQX_ROW_CHECKS = frozenset(
 #: DQX's dataset-level checks with no spark_quarantine equivalent.
 _DQX_OTHER_DATASET_CHECKS = frozenset(
     {
-        "are_polygons_mutually_disjoint",  # geo
         "has_no_row_anomalies",  # the anomaly module (a model)
     }
 )

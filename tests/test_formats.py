@@ -1046,7 +1046,8 @@ class TestDqxExpressionArguments:
         assert [p.code for p in info.value.problems] == ["SQ-R021"]
 
 
-def test_dqx_geo_pii_and_anomaly_checks_are_named_as_dqx_checks_we_lack_not_as_custom_checks() -> None:
+def test_dqx_pii_and_anomaly_checks_are_named_as_dqx_checks_we_lack_not_as_custom_checks() -> None:
+    """The model-based checks are noted as DQX's; the geometry checks convert."""
     checks = [
         {"criticality": "error", "check": {"function": "is_point", "arguments": {"column": "g"}}},
         {"criticality": "warn", "check": {"function": "does_not_contain_pii", "arguments": {"column": "t"}}},
@@ -1054,10 +1055,10 @@ def test_dqx_geo_pii_and_anomaly_checks_are_named_as_dqx_checks_we_lack_not_as_c
         {"criticality": "error", "check": {"function": "is_latitude", "arguments": {"column": "lat"}}},
     ]
     conversion = convert(checks, "dqx")
-    assert [r["check"]["function"] for r in conversion.rules] == ["is_latitude"]
-    assert len(conversion.notes) == 3
+    assert [r["check"]["function"] for r in conversion.rules] == ["is_point", "is_latitude"]
+    assert len(conversion.notes) == 2
     assert not any("register_check" in note for note in conversion.notes)
-    assert "DQX's is_point has no spark_quarantine built-in" in conversion.notes[0]
+    assert "DQX's does_not_contain_pii has no spark_quarantine built-in" in conversion.notes[0]
 
 
 class TestDqxRowReference:

@@ -83,6 +83,15 @@ class TestSpatialChecksWithoutSpatialFunctions:
         assert re.search(r"this session lacks (try_to_geo|st_|h3_)", problem.message)
         assert not spark.catalog.tableExists(table) and not spark.catalog.tableExists(f"{table}_error")
 
+    def test_polygons_mutually_disjoint_is_refused_too(self, shapes: DataFrame) -> None:
+        """The dataset-level geometry check needs st_intersects as well."""
+        rules = [{"check": {"function": "are_polygons_mutually_disjoint", "arguments": {"column": "geom"}},
+                  "action_if_failed": "drop"}]  # fmt: skip
+        with pytest.raises(RuleValidationError, match=r"SQ-R031.*st_intersects"):
+            apply_checks_and_split(shapes, rules)
+        conversion = convert([{"criticality": "error", "check": rules[0]["check"]}], "dqx")
+        assert conversion.notes == () and conversion.rules[0]["check"]["function"] == "are_polygons_mutually_disjoint"
+
     def test_every_geometry_check_of_dqx_is_registered(self) -> None:
         """28 row checks of DQX's geo module (is_latitude and is_longitude beside them)."""
         geo = {n for n in ROW_CHECKS if n in SPATIAL or (n.startswith("has_") and "coordinate" in n)}
@@ -159,7 +168,6 @@ def test_on_apache_sedona_the_checks_run_with_dqx_verdicts() -> None:
     script = textwrap.dedent(
         f"""
         import json
-import re
         from pyspark.sql import SparkSession
         from spark_quarantine import RuleValidationError, apply_checks_and_split
         spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
@@ -193,6 +201,17 @@ import re
                 out[name] = sorted(r["id"] for r in valid.collect())
             except RuleValidationError as exc:
                 out[name] = exc.problems[0].code + " " + exc.problems[0].message
+        polygons = spark.createDataFrame(
+            [(1, "POLYGON((0 0, 1 0, 1 1, 0 1, 0 0))"), (2, "POLYGON((0.5 0.5, 2 0.5, 2 2, 0.5 2, 0.5 0.5))"),
+             (3, "POLYGON((5 5, 6 5, 6 6, 5 6, 5 5))"), (4, "nonsense"), (5, None), (6, "POINT(0.5 0.5)")],
+            "id long, geom string",
+        )
+        disjoint = {{"check": {{"function": "are_polygons_mutually_disjoint", "arguments": {{"column": "geom"}}}},
+                     "action_if_failed": "drop"}}
+        valid, _ = apply_checks_and_split(polygons, [disjoint])
+        out["are_polygons_mutually_disjoint"] = sorted(r["id"] for r in valid.collect())
+        valid, _ = apply_checks_and_split(polygons, [{{**disjoint, "filter": "id <> 2"}}])
+        out["disjoint_filtered"] = sorted(r["id"] for r in valid.collect())
         print("RESULT", json.dumps(out))
         """
     )
@@ -208,5 +227,7 @@ import re
     assert out["is_num_points_not_greater_than"] == [1, 4, 5, 6]
     assert out["is_area_not_greater_than"] == [1, 4, 5, 6]
     assert out["is_geo_contains"] == [1, 2, 3, 4, 5, 6]  # 'nonsense' makes the relation NULL: it passes (DQX)
+    assert out["are_polygons_mutually_disjoint"] == [3, 4, 5, 6]  # 1 and 2 overlap; a point is no polygon
+    assert out["disjoint_filtered"] == [1, 2, 3, 4, 5, 6]
     for refused, missing in (("is_geography", "try_to_geography"), ("is_area_equal_to", "st_transform")):
         assert out[refused].startswith("SQ-R031") and "Apache Sedona" in out[refused] and missing in out[refused]

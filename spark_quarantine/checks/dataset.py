@@ -489,6 +489,16 @@ def has_valid_schema(
     return DatasetCheck("has_valid_schema", ref_table=ref_table, ref_df_name=ref_df_name, options=options)
 
 
+def are_polygons_mutually_disjoint(column: str) -> DatasetCheck:
+    """A row fails when its polygon intersects another row's (``st_intersects``), or repeats another row.
+
+    As DQX: only polygons and multipolygons are compared; a value that is no geometry passes.
+    Needs the session's spatial functions, like the geometry row checks.
+    """
+    (name,) = _names(column, "column")
+    return DatasetCheck("are_polygons_mutually_disjoint", columns=(name,))
+
+
 def has_no_outliers(column: str) -> DatasetCheck:
     """A number outside median +/- 3.5 x MAD (median absolute deviation) of the column fails; NULL passes."""
     if not isinstance(column, str) or not column:
@@ -596,6 +606,9 @@ def query_dq(expectation: str, source: bool = True, target: bool = False, delimi
     return DatasetCheck("query_dq", options=options)
 
 
+#: Dataset checks that call the session's spatial functions (see evaluate.spatial_problems).
+SPATIAL_DATASET_CHECKS = {"are_polygons_mutually_disjoint": ("try_to_geometry", "st_geometrytype", "st_intersects")}
+
 #: Checks judged in Spark Expectations' phases, not in the rows' projection.
 PHASED_CHECKS = ("agg_dq", "query_dq")
 
@@ -617,6 +630,7 @@ DATASET_CHECKS: dict[str, Callable[..., DatasetCheck]] = {
         has_valid_schema,
         has_no_outliers,
         has_no_aggr_outliers,
+        are_polygons_mutually_disjoint,
         agg_dq,
         query_dq,
     )
@@ -663,6 +677,10 @@ DATASET_CHECK_FACTS: dict[str, tuple[str, str]] = {
     "has_no_aggr_outliers": (
         "NULL values are not aggregated",
         "one aggregation per time bucket, broadcast back (the rows are not shuffled)",
+    ),
+    "are_polygons_mutually_disjoint": (
+        "NULL passes; so does a value that is no polygon (DQX)",
+        "a self-join of the polygons (quadratic: narrow it with filter) and one shuffle for repeated rows",
     ),
     "agg_dq": (
         "a NULL result fails",

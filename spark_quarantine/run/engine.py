@@ -5,13 +5,17 @@ stream) builds a spec and a route and calls :func:`execute`, which always goes t
 
 1. refuse, before any Spark job, an input that is not a DataFrame, columns that collide with
    ours, rules that do not fit the schema, and writes whose tables cannot take the rows;
-2. send the start alert, then claim the run in the run protocol (a failing start alert with
+2. send the start alert; judge the source-phase ``agg_dq`` / ``query_dq`` rules over the input
+   (a failing ``fail`` one writes only the failed stats row); then claim the run in the run
+   protocol (a failing start alert with
    ``fail_on_error`` leaves nothing written): in DLQ mode by a commit of its own; in the other
    modes the run's error commit claims it (a claim mark before the next write when it has no
    failing row);
 3. evaluate every rule once and write: the failing rows first, with the failure counts
    observed over them (a ``fail`` rule is known before the target is touched), then the
-   target; a write an earlier attempt of the run made is not made again;
+   target; a write an earlier attempt of the run made is not made again; then judge the
+   target-phase ``agg_dq`` / ``query_dq`` rules over the rows written (a failing ``fail`` one
+   fails the run with its rows written, as Spark Expectations does);
 4. record the stats row, finish the run in the protocol, and only then alert.
 
 The input's row count is the target's Delta commit metric when the route says so (the

@@ -212,6 +212,37 @@ def test_on_apache_sedona_the_checks_run_with_dqx_verdicts() -> None:
         out["are_polygons_mutually_disjoint"] = sorted(r["id"] for r in valid.collect())
         valid, _ = apply_checks_and_split(polygons, [{{**disjoint, "filter": "id <> 2"}}])
         out["disjoint_filtered"] = sorted(r["id"] for r in valid.collect())
+        kinds = spark.createDataFrame(
+            [(1, "POINT(1 1)"), (2, "LINESTRING(0 0, 1 1)"), (3, "POLYGON((0 0, 2 0, 0 2, 0 0))"),
+             (4, "MULTIPOINT((0 0), (1 1))"), (5, "MULTILINESTRING((0 0, 1 1), (2 2, 3 3))"),
+             (6, "MULTIPOLYGON(((0 0, 1 0, 0 1, 0 0)))"), (7, "GEOMETRYCOLLECTION(POINT(1 1))"),
+             (8, "nonsense"), (9, None), (10, "POINT EMPTY")],
+            "id long, geom string",
+        )
+        more = {{
+            "is_geometry": {{}},
+            "is_linestring": {{}},
+            "is_multipoint": {{}},
+            "is_multilinestring": {{}},
+            "is_multipolygon": {{}},
+            "is_geometrycollection": {{}},
+            "is_non_empty_geometry": {{}},
+            "is_area_equal_to": {{"value": 2, "srid": None}},
+            "is_num_points_equal_to": {{"value": 2}},
+            "is_geo_within": {{"reference_geometry": "POINT(0.5 0.5)", "convert_column": True,
+                               "convert_reference_geometry": True}},
+            "is_geo_touches": {{"reference_geometry": "POINT(0 0)", "convert_column": True,
+                                "convert_reference_geometry": True}},
+            "is_geo_intersects": {{"reference_geometry": "POINT(1 1)", "precise": True, "convert_column": True,
+                                   "convert_reference_geometry": True}},
+            "is_geo_covers": {{"reference_geometry": "POLYGON((-1 -1, 4 -1, 4 4, -1 4, -1 -1))", "precise": True,
+                               "convert_column": True, "convert_reference_geometry": True}},
+        }}
+        for name, arguments in more.items():
+            rule = {{"check": {{"function": name, "arguments": {{"column": "geom", **arguments}}}},
+                     "action_if_failed": "drop"}}
+            valid, _ = apply_checks_and_split(kinds, [rule])
+            out["kinds " + name] = sorted(r["id"] for r in valid.collect())
         print("RESULT", json.dumps(out))
         """
     )
@@ -229,5 +260,21 @@ def test_on_apache_sedona_the_checks_run_with_dqx_verdicts() -> None:
     assert out["is_geo_contains"] == [1, 2, 3, 4, 5, 6]  # 'nonsense' makes the relation NULL: it passes (DQX)
     assert out["are_polygons_mutually_disjoint"] == [3, 4, 5, 6]  # 1 and 2 overlap; a point is no polygon
     assert out["disjoint_filtered"] == [1, 2, 3, 4, 5, 6]
+    kinds = {k[len("kinds ") :]: v for k, v in out.items() if k.startswith("kinds ")}
+    assert kinds == {
+        "is_geometry": [1, 2, 3, 4, 5, 6, 7, 9, 10],
+        "is_linestring": [2, 9],
+        "is_multipoint": [4, 9],
+        "is_multilinestring": [5, 9],
+        "is_multipolygon": [6, 9],
+        "is_geometrycollection": [7, 9],
+        "is_non_empty_geometry": [1, 2, 3, 4, 5, 6, 7, 9],
+        "is_area_equal_to": [3, 9],
+        "is_num_points_equal_to": [2, 4, 9],
+        "is_geo_within": [2, 3, 5, 8, 9],
+        "is_geo_touches": [2, 3, 5, 6, 8, 9],
+        "is_geo_intersects": [1, 2, 3, 4, 5, 7, 8, 9],
+        "is_geo_covers": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+    }
     for refused, missing in (("is_geography", "try_to_geography"), ("is_area_equal_to", "st_transform")):
         assert out[refused].startswith("SQ-R031") and "Apache Sedona" in out[refused] and missing in out[refused]

@@ -966,9 +966,9 @@ def _failure_metric_columns(flagged: Flagged, over_failing_rows: bool) -> list[C
     return metrics
 
 
-def observed_counts(flagged: Flagged, observation: Observation) -> DataFrame:
-    """``flagged.df`` observed with :func:`metric_columns`, so the first write also counts."""
-    return flagged.df.observe(observation, *metric_columns(flagged))
+def observed_counts(flagged: Flagged, observation: Observation, *extra: Column) -> DataFrame:
+    """``flagged.df`` observed with :func:`metric_columns` (and ``extra``), so the first write also counts."""
+    return flagged.df.observe(observation, *metric_columns(flagged), *extra)
 
 
 def counts_from_metrics(flagged: Flagged, metrics: dict[str, Any]) -> tuple[int, int, int, dict[str, int]]:

@@ -383,8 +383,15 @@ class _Run:
         has_errors, has_target = ERRORS in route.roles, TARGET in route.roles
         annotated = route.annotated and has_target
         observe = route.observe and spec.batch is None
+        # A route that cannot observe its error write (a MERGE may run its source twice) still
+        # reads a stable input twice rather than caching it: its counts then ride on the target
+        # append, which reads every row once (see below).
+        fail_rules = [r for r in flagged.rules if r.action_if_failed is Action.FAIL and not route.coerce_to_drop]
+        counts_on_target = not route.observe and spec.batch is None and has_target and not fail_rules
         cached = (
-            self.stage_table is None and self.persist_ok and (should_cache(flagged.df, spec.settings) or not observe)
+            self.stage_table is None
+            and self.persist_ok
+            and (should_cache(flagged.df, spec.settings) or (not observe and not counts_on_target))
         )
         input_from_target = (
             route.counts_from_target
@@ -400,16 +407,27 @@ class _Run:
         else:
             frame = flagged.df.persist(StorageLevel.MEMORY_AND_DISK) if cached else flagged.df
         observation, error_observation = Observation(), Observation()
-        fail_rules = [r for r in flagged.rules if r.action_if_failed is Action.FAIL and not route.coerce_to_drop]
         samples = _sample_source(route, self.session, self.run_id)
 
         def observed() -> DataFrame:
             """``frame`` counted by one observation over every row (writes that see every row)."""
-            return observed_counts(flagged.with_frame(frame), observation)
+            return observed_counts(flagged.with_frame(frame), observation, *route.metrics())
 
         try:
             target_done = False
-            if not observe:
+            if not observe and counts_on_target:
+                # The error write (a MERGE) is not observed; the target append after it counts
+                # every row, failing ones too, in one observation below its filter.
+                if has_errors:
+                    self._write(ERRORS, self._errors(frame))
+                self._write(TARGET, flagged.kept(observed()))
+                target_done = True
+                if observation.get:
+                    self.route_metrics = observation.get
+                    self.counts = counts_from_metrics(flagged, observation.get)
+                else:  # not reported (a skipped append, or a Connect server that drops it)
+                    self.counts = self._counted(flagged, frame)
+            elif not observe:
                 self.counts = self._counted(flagged, frame)
                 if has_errors:
                     self._write(ERRORS, self._errors(frame))

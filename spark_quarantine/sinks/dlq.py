@@ -258,7 +258,9 @@ def _table_problems(
     if not exists:
         return [f"the DLQ {role} {quoted} does not exist; create it with {create}"]
     try:
-        detail = spark.sql(f"DESCRIBE DETAIL {quoted}").select("format", "properties").first()
+        # The command's own rows: a select over them would cost a Spark job (twice per run).
+        details = spark.sql(f"DESCRIBE DETAIL {quoted}").collect()
+        detail = details[0] if details else None
         if detail is None or detail["format"] != "delta":
             raise ValueError("not a Delta table")
     except Exception:  # noqa: BLE001 - anything but a Delta table lands here

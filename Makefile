@@ -61,7 +61,7 @@ $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP) ## Every benchmark scenario against hand-written Spark; results in benchmarks/results/.
+bench: $(BENCH_STAMP) $(PEERS_STAMP) ## Every scenario against hand-written Spark (and the peers); results in benchmarks/results/.
 	$(PY) -m benchmarks.run --scenarios all
 
 bench-quick: $(BENCH_STAMP) ## 1M-row smoke benchmark of the split scenario (a few minutes).
@@ -69,3 +69,15 @@ bench-quick: $(BENCH_STAMP) ## 1M-row smoke benchmark of the split scenario (a f
 
 clean: ## Remove the venv, build output and the demo warehouse.
 	rm -rf $(VENV) .venv-* .demo-warehouse docs/_build build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# make peers-venv: Spark Expectations and DQX for the peers benchmark, in their own venv (never .venv).
+PEERS_VENV := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+.PHONY: peers-venv
+
+$(PEERS_STAMP): $(SOURCES) benchmarks/peers_requirements.txt
+	test -x $(PEERS_VENV)/bin/python || python3.11 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q -c .ci/pairs/oldest.txt -e '.[local,bench]' -r benchmarks/peers_requirements.txt
+	touch $(PEERS_STAMP)
+
+peers-venv: $(PEERS_STAMP) ## The venv with Spark Expectations and DQX that the peers benchmark runs in.

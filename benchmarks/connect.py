@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.generate import orders, rules
 from benchmarks.harness import Side, compare
-from benchmarks.scenarios import ERRORS, TARGET, _counts, _drop, baseline, library
+from benchmarks.scenarios import _fresh_tables, _split_sides
 
 __all__ = ["connect"]
 
@@ -36,12 +36,13 @@ Record = dict[str, Any]
 
 
 def _sides(spark: SparkSession, n: int, prefix: str) -> list[Side]:
+    """The library and the hand-written split (reread), as the ``split`` scenario runs them."""
     df = spark.read.parquet(orders(spark, n))
-    reset, check = _drop(spark, TARGET, ERRORS), _counts(spark, TARGET, ERRORS)
-    rule_list = rules(4)
+    _fresh_tables(spark)
+    ours, reread = _split_sides(spark, df, rules(4))[:2]
     return [
-        Side(f"{prefix}_library", library(df, rule_list), reset, check),
-        Side(f"{prefix}_baseline", lambda: baseline(df, rule_list, persist=False), reset, check),
+        Side(f"{prefix}_library", ours.run, ours.reset, ours.check),
+        Side(f"{prefix}_baseline", reread.run, reread.reset, reread.check),
     ]
 
 

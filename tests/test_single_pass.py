@@ -227,3 +227,79 @@ class TestCounts:
         run = self.run(spark, table, rules)
         assert (run.input_rows, run.output_rows, run.error_rows) == (200, 150, 50)
         assert run.rule_failures["below_0"] == 50 and run.rule_failures["below_49"] == 1
+
+
+def handwritten_dlq(df: DataFrame, inbox: str, target: str) -> None:
+    """The hand-written DLQ job: an insert-only MERGE of the failing rows, then the passing rows appended."""
+    from spark_quarantine.sinks.dlq import inbox_rows
+
+    failed = F.array(F.struct(F.lit("even").alias("name"), F.lit("id % 2 = 0").alias("rule")))
+    bad = inbox_rows(df.filter("NOT (id % 2 = 0)"), df.columns, failed, "handwritten")
+    condition = F.col(f"{inbox}._dlq_sk") == F.col("s._dlq_sk")
+    bad.alias("s").mergeInto(inbox, condition).whenNotMatched().insertAll().merge()
+    df.filter("id % 2 = 0").write.format("delta").mode("append").saveAsTable(target)
+
+
+class TestDlqJobCount:
+    def test_a_dlq_call_on_a_stable_input_reads_it_as_the_hand_written_merge_and_append_do(
+        self, spark: SparkSession, table: str, tmp_path: Path
+    ) -> None:
+        """No cache and no counting job: the counts ride on the target append; one probe finds nothing fixed."""
+        from spark_quarantine import create_dlq_tables
+
+        spark.range(200).write.parquet(str(tmp_path / "in"))
+        create_dlq_tables(spark, f"{table}_dlq")
+
+        def source() -> DataFrame:
+            return spark.read.parquet(str(tmp_path / "in"))
+
+        @with_quarantine(
+            rules=[RULES[0]],
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": "src.jobs"},
+        )
+        def pipeline() -> DataFrame:
+            return source()
+
+        pipeline()
+        handwritten_dlq(source(), f"{table}_dlq", f"{table}_hand")
+        with count_jobs(spark) as ours:
+            pipeline()
+        with count_jobs(spark) as theirs:
+            handwritten_dlq(source(), f"{table}_dlq", f"{table}_hand")
+        # Beyond the MERGE and the append: the one-row probe of the inbox for fixed rows, and the
+        # empty write of the run's claim mark (it reads no data; Delta's log jobs are left out).
+        assert ours.data <= theirs.data + 2
+        assert cache_is_empty(spark)
+        run = pipeline.last_run
+        assert run is not None and (run.input_rows, run.dropped_rows, run.output_rows) == (200, 100, 100)
+
+    def test_a_dlq_call_with_a_fixed_row_counts_what_it_recycles(self, spark: SparkSession, table: str) -> None:
+        """The probe finds the fixed row; the recycled row is counted once and reaches the target."""
+        from spark_quarantine import create_dlq_tables
+        from spark_quarantine.dlq import mark_fixed
+        from spark_quarantine.sinks.dlq import has_fixed_rows
+
+        create_dlq_tables(spark, f"{table}_dlq")
+        rows = [spark.createDataFrame([(1,), (3,)], "id long"), spark.createDataFrame([(2,)], "id long")]
+
+        @with_quarantine(
+            rules=[RULES[0]],
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": "src.fixed"},
+        )
+        def pipeline() -> DataFrame:
+            return rows[0]
+
+        pipeline()
+        assert not has_fixed_rows(spark, f"{table}_dlq", "src.fixed")
+        key = spark.read.table(f"{table}_dlq").filter("variant_get(_row_data, '$.id', 'long') = 1").first()
+        assert key is not None
+        mark_fixed(spark, f"{table}_dlq", "src.fixed", {key["_dlq_sk"]: {"id": 4}})
+        assert has_fixed_rows(spark, f"{table}_dlq", "src.fixed")
+        assert not has_fixed_rows(spark, f"{table}_dlq", "src.other")
+        rows[0] = rows[1]
+        pipeline()
+        run = pipeline.last_run
+        assert run is not None and (run.input_rows, run.recycled_rows, run.output_rows) == (2, 1, 2)
+        assert sorted(r["id"] for r in spark.read.table(f"{table}_target").collect()) == [2, 4]

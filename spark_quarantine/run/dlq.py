@@ -55,6 +55,7 @@ from spark_quarantine.sinks.dlq import (
     check_dlq_tables,
     decode_inbox_rows,
     fixed_rows,
+    has_fixed_rows,
     inbox_rows,
     merge_into_inbox,
     merge_into_outbox,
@@ -263,8 +264,13 @@ class DlqRoute(Route):
         # One small job over the rows to recycle (a resumed run reads them at the same pins, so
         # it decides the same). Without any, the run's writes are those of new rows alone: the
         # inbox MERGE only inserts and the outbox MERGE is not made.
-        if self.source_only:
-            taken, misfits = 0, 0
+        if self.source_only or (
+            self.fixed == "inbox"
+            and not has_fixed_rows(
+                spark, dlq.dlq_table, dlq.source_table, inbox if (inbox := pins.get("inbox", -1)) >= 0 else None
+            )
+        ):
+            taken, misfits = 0, 0  # nothing fixed in the inbox: no job over the outbox either
         else:
             counted = recycled.agg(F.count(F.lit(1)).alias("n"), F.count(MISFIT).alias("misfits")).first()
             taken, misfits = (int(counted["n"]), int(counted["misfits"])) if counted is not None else (0, 0)

@@ -64,6 +64,7 @@ __all__ = [
     "decode_payload",
     "encode_payload",
     "fixed_rows",
+    "has_fixed_rows",
     "inbox_ddl",
     "inbox_rows",
     "merge_into_inbox",
@@ -597,6 +598,19 @@ def fixed_rows(
     )
     pending = inbox.join(recycled_keys(spark, dlq_table, source_table, outbox_version), on="_dlq_sk", how="left_anti")
     return decode_inbox_rows(pending, schema)
+
+
+def has_fixed_rows(spark: SparkSession, dlq_table: str, source_table: str, version: int | None = None) -> bool:
+    """Whether the inbox (as of ``version``) holds any row of ``source_table`` marked ``fixed``.
+
+    A probe for one row: Delta's file statistics on ``_dlq_status`` skip every file that holds
+    only quarantined or recycled rows, so an inbox with nothing fixed is answered from its log,
+    without the outbox join that :func:`fixed_rows` needs.
+    """
+    inbox = _read_at(spark, dlq_table, version).filter(
+        (F.col("_dlq_source_table") == F.lit(source_table)) & (F.col("_dlq_status") == F.lit(FIXED))
+    )
+    return not inbox.select("_dlq_sk").isEmpty()
 
 
 def recycled_keys(spark: SparkSession, dlq_table: str, source_table: str, version: int | None = None) -> DataFrame:

@@ -164,7 +164,13 @@ def write_scenario(results: Path, scenario: str, records: list[Record], environm
     payload = {"scenario": scenario, "environment": environment, "records": records}
     (results / f"{scenario}.json").write_text(json.dumps(payload, indent=2) + "\n")
     table = markdown(scenario, records)
-    (results / f"{scenario}.md").write_text(f"## {scenario}\n\n{table}")
+    load = ""
+    if "load_1m_at_start" in environment:
+        load = (
+            f"Measured {environment['date']} on {environment['cpus']} cores; machine load (1-minute average) "
+            f"{environment['load_1m_at_start']} at the start, {environment['load_1m_at_end']} at the end.\n\n"
+        )
+    (results / f"{scenario}.md").write_text(f"## {scenario}\n\n{load}{table}")
     chart(scenario, records, results / f"{scenario}.png")
     return table
 
@@ -194,7 +200,11 @@ def summary(results: Path) -> str:
             measured = f"{r['ratio_vs_best_baseline']}x best baseline ({r['rows'] / 1e6:g}M x {r['rules']})"
         elif scenario == "rules":
             r = records[-1]
-            measured = f"{r['rules']} rules: {r['library_vs_4_rules']}x 4 rules ({r['rows'] / 1e6:g}M rows)"
+            many = [x for x in records if x["rules"] >= 40]
+            steps = "/".join(f"{x['library_vs_4_rules']}x" for x in many)
+            counts = "/".join(str(x["rules"]) for x in many)
+            vs = ", ".join(f"{x['ratio_vs_baseline']}x hand-written at {x['rules']}" for x in many[-2:])
+            measured = f"{counts} rules: {steps} 4 rules ({vs}; {r['rows'] / 1e6:g}M rows)"
         elif scenario == "rows":
             big = records[-1]
             prev = records[-2] if len(records) > 1 else records[-1]

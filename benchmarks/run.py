@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         env = environment(spark)
         for name in names:
             print(f"== {name}", file=sys.stderr, flush=True)
+            load_before = os.getloadavg()[0]
             records = SCENARIOS[name](
                 spark,
                 rows=rows,
@@ -71,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
                 scale_rows=[int(n) for n in args.scale_rows.split(",")],
                 workdir=workdir,
             )
-            print(f"## {name}\n\n{write_scenario(args.results, name, records, env)}", flush=True)
+            # The machine's load (1-minute average) when the scenario started and ended: its
+            # figures are only as quiet as the machine was.
+            loads = {"load_1m_at_start": round(load_before, 2), "load_1m_at_end": round(os.getloadavg()[0], 2)}
+            print(f"## {name}\n\n{write_scenario(args.results, name, records, {**env, **loads})}", flush=True)
         if args.results == RESULTS:  # the README's table is the committed results' summary
             print(write_summary(RESULTS))
     finally:

@@ -261,6 +261,33 @@ class TestStreaming:
         assert len(inbox(spark, table)) == 3
         assert version(spark, f"{table}_dlq_outbox") == before
 
+    def test_a_recycle_micro_batch_with_nothing_fixed_runs_nothing(
+        self, spark: SparkSession, table: str, tmp_path: Any
+    ) -> None:
+        """No claim in the target's log and no stats row for it: only the source query's batch is a run."""
+        create_dlq_tables(spark, f"{table}_dlq")
+        source_rows(spark).write.format("delta").saveAsTable(f"{table}_src")
+
+        @with_quarantine(
+            rules=RULES,
+            target_table=f"{table}_target",
+            quarantine={"dlq_table": f"{table}_dlq", "source_table": f"src.quiet_{table}"},
+            stats_table=f"{table}_stats",
+            user_conf={"spark.quarantine.checkpoint_location": str(tmp_path / "cp")},
+        )
+        def stream() -> DataFrame:
+            return spark.readStream.table(f"{table}_src")
+
+        stream().awaitTermination()
+        assert spark.read.table(f"{table}_stats").count() == 1
+        parts = [
+            json.loads(r["userMetadata"])["spark_quarantine"]["part"]
+            for r in spark.sql(f"DESCRIBE HISTORY {table}_target").collect()
+            if r["userMetadata"]
+        ]
+        assert parts == ["target"]  # the source batch's append; no claim mark of the recycle query
+        assert len(inbox(spark, table)) == 3
+
     def test_a_stream_needs_a_checkpoint_location(self, spark: SparkSession, table: str) -> None:
         """SQ-C004 names the key."""
         create_dlq_tables(spark, f"{table}_dlq")

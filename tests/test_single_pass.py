@@ -54,6 +54,8 @@ class TestJobCount:
             baseline_split(source(), f"{table}_b", f"{table}_b_error")
         # Beyond the Delta-log jobs, nothing: the run's claim rides in its error-table commit.
         assert ours.data <= theirs.data
+        # One history read, the anchor's: the kept rows are observed as the target is written.
+        assert ours.history == 1
         run = pipeline.last_run
         assert run is not None and (run.input_rows, run.dropped_rows, run.error_rows) == (200, 100, 125)
 

@@ -177,7 +177,6 @@ class DlqRoute(Route):
 
     roles = (ERRORS, TARGET)
     coerce_to_drop = True
-    observe = False  # MERGE may run its source more than once: count with one aggregate instead
     carry = (RECYCLED_SK,)
 
     def __init__(self, dlq: DLQTarget, target_table: str, stats_table: str | None, fixed: Any = "inbox") -> None:
@@ -193,6 +192,12 @@ class DlqRoute(Route):
 
     def check(self, session: SparkSession, schema: StructType) -> None:
         check_appendable(session, self.target_table, schema, role="target table")
+
+    @property
+    def observe(self) -> bool:  # type: ignore[override]
+        """A MERGE may run its source more than once, so it is not observed; the source query's
+        micro-batch appends its failing rows instead, and that append is observed."""
+        return self.source_only
 
     @property
     def source_only(self) -> bool:
@@ -425,7 +430,12 @@ def start_dlq_stream(df: DataFrame, rules: Sequence[Rule], mode: DlqRun, on_batc
     # no DataFrame made outside them; each takes its session from its batch.
     portable, schema = dataclasses.replace(mode, spark=None), df.schema
 
-    def recycle(batch: DataFrame, micro: MicroBatch) -> tuple[RunSpec, Route]:
+    def recycle(batch: DataFrame, micro: MicroBatch) -> tuple[RunSpec, Route] | None:
+        # No fixed row changed in this batch (the usual case: most inbox commits are new
+        # failing rows): nothing to recycle, so no run, no claim and no stats row. A replay
+        # of the batch finds it empty again.
+        if batch.isEmpty():
+            return None
         here = dataclasses.replace(portable, spark=batch.sparkSession)
         empty = batch.sparkSession.createDataFrame([], schema)
         return here.spec(empty, rules, micro), here.route(fixed=batch)

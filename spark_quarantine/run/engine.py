@@ -18,8 +18,10 @@ stream) builds a spec and a route and calls :func:`execute`, which always goes t
    fails the run with its rows written, as Spark Expectations does);
 4. record the stats row, finish the run in the protocol, and only then alert.
 
-The input's row count is the target's Delta commit metric when the route says so (the
-decorator's error-table mode), else an ``observe`` count over every row on the first write,
+The input's row count is the kept rows observed above the target's filter (or the target's
+Delta commit metric when that observation is not reported) plus the dropped rows when the
+route says so (the decorator's error-table mode), else an ``observe`` count over every row on
+the first write,
 else (a route whose writes may run their source twice, or a micro-batch, where observed
 metrics are not delivered) one aggregate over the cached input.
 """
@@ -382,7 +384,7 @@ class _Run:
         flagged = self.flagged
         has_errors, has_target = ERRORS in route.roles, TARGET in route.roles
         annotated = route.annotated and has_target
-        observe = route.observe and spec.batch is None
+        observe = route.observe
         # A route that cannot observe its error write (a MERGE may run its source twice) still
         # reads a stable input twice rather than caching it: its counts then ride on the target
         # append, which reads every row once (see below).
@@ -474,10 +476,16 @@ class _Run:
                 raise failure
 
             if has_target and not target_done:
-                self._write(TARGET, self._annotate(frame) if annotated else flagged.kept(frame))
+                rows = self._annotate(frame) if annotated else flagged.kept(frame)
+                kept_observation = Observation()
+                if input_from_target:  # the kept rows, counted above the target's filter as they are written
+                    rows = rows.observe(kept_observation, F.count(F.lit(1)).alias("kept_rows"))
+                self._write(TARGET, rows)
                 if input_from_target:
-                    rows_out = self.attempt.output_rows(TARGET) if self.attempt is not None else None
-                    kept_rows = rows_out if rows_out is not None else flagged.kept(frame).count()
+                    kept_rows = _observed(kept_observation, "kept_rows") if TARGET in self.wrote_now else None
+                    if kept_rows is None:  # written by an earlier attempt, or not reported: its commit says
+                        rows_out = self.attempt.output_rows(TARGET) if self.attempt is not None else None
+                        kept_rows = rows_out if rows_out is not None else flagged.kept(frame).count()
                     self.counts = (kept_rows + self.counts[1], *self.counts[1:])
             # Judged after the write, as Spark Expectations does: the rows stay written. Without a
             # target the phase judges the rows the call returns (Spark Expectations' row_dq result).
@@ -594,6 +602,17 @@ def _phased_rules(rules: Sequence[Rule]) -> list[_Phased]:
             expectation = str(check.options["expectation"])
             found.append((rule.name, check.function, expectation, check.phases, rule.action_if_failed.value))
     return found
+
+
+def _observed(observation: Observation, name: str) -> int | None:
+    """One observed metric of a write that ran, or None when the session did not report it
+    (a Spark Connect server does not always send a write's metrics back)."""
+    try:
+        metrics = observation.get
+    except Exception:  # noqa: BLE001 - not reported: the caller counts another way
+        return None
+    value = metrics.get(name) if metrics else None
+    return int(value) if value is not None else None
 
 
 def _release(frame: DataFrame) -> None:

@@ -28,8 +28,9 @@ from spark_quarantine.run.spec import MicroBatch, RunSpec
 
 __all__ = ["BatchPlan", "Stream", "bounded", "is_connect", "start"]
 
-#: What one micro-batch runs: its spec and route, built from the batch's rows and identity.
-BatchPlan = Callable[[DataFrame, MicroBatch], tuple[RunSpec, Route]]
+#: What one micro-batch runs: its spec and route, built from the batch's rows and identity;
+#: None for a batch with nothing to do (it runs no engine, claims nothing, writes nothing).
+BatchPlan = Callable[[DataFrame, MicroBatch], "tuple[RunSpec, Route] | None"]
 
 
 def bounded(trigger: Mapping[str, Any]) -> bool:
@@ -108,7 +109,10 @@ def start(
         session = batch.sparkSession
         if not generation:  # Spark wrote <checkpoint>/metadata before the first batch
             generation.append(query_generation(session, checkpoint))
-        spec, route = plan(batch, MicroBatch(kind, generation[0], batch_id))
+        planned = plan(batch, MicroBatch(kind, generation[0], batch_id))
+        if planned is None:
+            return
+        spec, route = planned
         try:
             with fault_scope(f"stream-{kind}"):
                 result = execute(spec, route).result

@@ -48,12 +48,10 @@ _LOG_JOB_MARKS = ("spark_quarantine/run/protocol.py", "DatabricksLogging.scala",
 
 
 class JobCount:
-    """Spark jobs started inside a ``with count_jobs(spark)`` block; ``data`` leaves out Delta-log jobs,
-    ``history`` counts the run protocol's ``DESCRIBE HISTORY`` reads."""
+    """Spark jobs started inside a ``with count_jobs(spark)`` block; ``data`` leaves out Delta-log jobs."""
 
     value: int = -1
     data: int = -1
-    history: int = -1
 
 
 @contextlib.contextmanager
@@ -68,13 +66,12 @@ def count_jobs(spark: SparkSession) -> Iterator[JobCount]:
         tracker = sc.statusTracker()
         jobs = tracker.getJobIdsForGroup(group)
         box.value = len(jobs)
-        box.data = box.history = 0
+        box.data = 0
         for job in jobs:
             info = tracker.getJobInfo(job)
             stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
             names = " ".join(stage.name for stage in stages if stage is not None)
             box.data += not any(mark in names for mark in _LOG_JOB_MARKS)
-            box.history += "spark_quarantine/run/protocol.py" in names
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
 

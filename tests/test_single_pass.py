@@ -54,10 +54,29 @@ class TestJobCount:
             baseline_split(source(), f"{table}_b", f"{table}_b_error")
         # Beyond the Delta-log jobs, nothing: the run's claim rides in its error-table commit.
         assert ours.data <= theirs.data
-        # One history read, the anchor's: the kept rows are observed as the target is written.
-        assert ours.history == 1
+
         run = pipeline.last_run
         assert run is not None and (run.input_rows, run.dropped_rows, run.error_rows) == (200, 100, 125)
+
+    def test_the_input_count_is_observed_on_the_target_write_not_read_from_its_history(
+        self, spark: SparkSession, table: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The kept rows are counted as they are written; the target's commit is never looked up for them."""
+        from spark_quarantine.run.protocol import Attempt
+
+        @with_quarantine(rules=RULES, target_table=table, write_to_table=True)
+        def pipeline() -> DataFrame:
+            return spark.range(200)
+
+        pipeline()  # the tables exist: the steady state
+
+        def looked_up(self: Attempt, role: str) -> int | None:
+            raise AssertionError(f"the {role} commit was read for its row count")
+
+        monkeypatch.setattr(Attempt, "output_rows", looked_up)
+        pipeline()
+        run = pipeline.last_run
+        assert run is not None and (run.input_rows, run.output_rows, run.dropped_rows) == (200, 100, 100)
 
     def test_a_cached_input_costs_no_more_jobs_than_the_hand_written_persisted_split(
         self, spark: SparkSession, table: str

@@ -257,10 +257,7 @@ def handwritten_dlq(source: DataFrame, inbox: str, source_table: str, target: st
     recycling, counts)."""
     passes = F.coalesce(F.expr("amount > 0"), F.lit(False))
     bad = inbox_rows(source.filter(~passes), source.columns, _amount_rule(), source_table)
-    condition = (F.col(f"{inbox}._dlq_sk") == F.col("s._dlq_sk")) & (
-        F.col(f"{inbox}._dlq_source_table") == F.lit(source_table)
-    )
-    bad.alias("s").mergeInto(inbox, condition).whenNotMatched().insertAll().merge()
+    _insert_new(bad, inbox, source_table)
     writer = source.filter(passes).write.format("delta").mode("append").options(**options)
     writer.saveAsTable(target)
 
@@ -323,6 +320,25 @@ def dlq(spark: SparkSession, *, rows: list[int], rounds: int, **_: Any) -> list[
     return out
 
 
+def _available_now(stream: DataFrame, batch: Callable[[DataFrame, int], None], checkpoint: Path) -> None:
+    """Run ``batch`` over every micro-batch of ``stream`` until the input is read (available-now)."""
+    query = (
+        stream.writeStream.foreachBatch(batch)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+
+def _insert_new(bad: DataFrame, inbox: str, source_table: str) -> None:
+    """The hand-written insert-only MERGE of inbox rows, keyed by ``_dlq_sk`` within the source."""
+    condition = (F.col(f"{inbox}._dlq_sk") == F.col("s._dlq_sk")) & (
+        F.col(f"{inbox}._dlq_source_table") == F.lit(source_table)
+    )
+    bad.alias("s").mergeInto(inbox, condition).whenNotMatched().insertAll().merge()
+
+
 def streaming(spark: SparkSession, *, rows: list[int], rounds: int, workdir: Path, **_: Any) -> list[Record]:
     """Rows per second through the streaming DLQ path, against a hand-written stream copy."""
     n = min(rows)
@@ -365,14 +381,7 @@ def streaming(spark: SparkSession, *, rows: list[int], rounds: int, workdir: Pat
                 "txnVersion", str(batch_id)
             ).saveAsTable(TARGET)
 
-        query = (
-            stream()
-            .writeStream.foreachBatch(batch)
-            .option("checkpointLocation", str(checkpoints / "copy"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
+        _available_now(stream(), batch, checkpoints / "copy")
 
     def handwritten_run() -> None:
         def batch(frame: DataFrame, batch_id: int) -> None:
@@ -389,10 +398,7 @@ def streaming(spark: SparkSession, *, rows: list[int], rounds: int, workdir: Pat
                     lambda x: x.isNotNull(),
                 )  # fmt: skip
                 bad = inbox_rows(flagged.filter(anything), frame.columns, failed, "bench.stream")
-                condition = (F.col(f"{inbox}._dlq_sk") == F.col("s._dlq_sk")) & (
-                    F.col(f"{inbox}._dlq_source_table") == F.lit("bench.stream")
-                )
-                bad.alias("s").mergeInto(inbox, condition).whenNotMatched().insertAll().merge()
+                _insert_new(bad, inbox, "bench.stream")
                 # As in the library's DLQ mode, every rule acts as drop: a failing row leaves the target.
                 flagged.filter(~anything).drop(*names).write.format("delta").mode("append").option(
                     "txnAppId", "bench-handwritten"
@@ -400,14 +406,7 @@ def streaming(spark: SparkSession, *, rows: list[int], rounds: int, workdir: Pat
             finally:
                 frame.unpersist()
 
-        query = (
-            stream()
-            .writeStream.foreachBatch(batch)
-            .option("checkpointLocation", str(checkpoints / "handwritten"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
+        _available_now(stream(), batch, checkpoints / "handwritten")
 
     def total() -> int:
         quarantined = spark.read.table(inbox).filter(F.col("_dlq_source_table") == "bench.stream").count()

@@ -424,9 +424,10 @@ class _Run:
                     self._write(ERRORS, self._errors(frame))
                 self._write(TARGET, flagged.kept(observed()))
                 target_done = True
-                if observation.get:
-                    self.route_metrics = observation.get
-                    self.counts = counts_from_metrics(flagged, observation.get)
+                reported = _reported(observation)
+                if reported:
+                    self.route_metrics = reported
+                    self.counts = counts_from_metrics(flagged, reported)
                 else:  # not reported (a skipped append, or a Connect server that drops it)
                     self.counts = self._counted(flagged, frame)
             elif not observe:
@@ -443,8 +444,9 @@ class _Run:
                     error_observation, *failure_metric_columns(flagged), *route.metrics()
                 )
                 self._write(ERRORS, self._errors(failed_rows, failing_only=True))
-                if error_observation.get and (input_from_target or observation.get):
-                    metrics = {**error_observation.get, **({} if input_from_target else observation.get)}
+                failures, inputs = _reported(error_observation), None if input_from_target else _reported(observation)
+                if failures and (input_from_target or inputs):
+                    metrics = {**failures, **(inputs or {})}
                     self.counts = counts_from_metrics(flagged, metrics)
                     self.route_metrics = metrics
                 else:
@@ -456,9 +458,8 @@ class _Run:
             else:
                 observed().write.format("noop").mode("overwrite").save()
             if self.counts is None:
-                self.counts = (
-                    counts_from_metrics(flagged, observation.get) if observation.get else self._counted(flagged, frame)
-                )
+                reported = _reported(observation)
+                self.counts = counts_from_metrics(flagged, reported) if reported else self._counted(flagged, frame)
             self._anchor_written()
 
             failing = {r.name: self.counts[3][r.name] for r in fail_rules if self.counts[3][r.name] > 0}
@@ -604,13 +605,23 @@ def _phased_rules(rules: Sequence[Rule]) -> list[_Phased]:
     return found
 
 
-def _observed(observation: Observation, name: str) -> int | None:
-    """One observed metric of a write that ran, or None when the session did not report it
-    (a Spark Connect server does not always send a write's metrics back)."""
+def _reported(observation: Observation) -> dict[str, Any] | None:
+    """An observation's metrics, or None when the session did not report them.
+
+    A Spark Connect server does not always send a write's metrics back, and Spark 4.2 fails
+    reading a foreachBatch micro-batch's observation (an assertion in ``toPyRow``); either way
+    the caller counts another way rather than failing a run whose writes committed.
+    """
     try:
         metrics = observation.get
     except Exception:  # noqa: BLE001 - not reported: the caller counts another way
         return None
+    return dict(metrics) if metrics else None
+
+
+def _observed(observation: Observation, name: str) -> int | None:
+    """One observed metric of a write that ran, or None when the session did not report it."""
+    metrics = _reported(observation)
     value = metrics.get(name) if metrics else None
     return int(value) if value is not None else None
 

@@ -26,6 +26,7 @@ __all__ = [
     "NotificationError",
     "Problem",
     "QuarantineFailure",
+    "ReportError",
     "RuleValidationError",
     "RunProtocolError",
     "RunsFailedError",
@@ -106,6 +107,10 @@ CODES: dict[str, str] = {
     # Notifications.
     "SQ-N001": "a notification channel failed (logged; raised when fail_on_error is set)",
     "SQ-N002": "a notification setting is missing, wrong or not allowed",
+    # The run report.
+    "SQ-G001": "a report argument is invalid (filters, time range, sample size, output path)",
+    "SQ-G002": "a table the report reads is missing or lacks a column it needs",
+    "SQ-G003": "the report needs matplotlib, which is not installed (the report extra)",
     # The Spark the library runs on.
     "SQ-V001": "pyspark is missing or older than the supported range (newer than tested: a warning)",
     "SQ-V002": "local_spark needs delta-spark, which is not installed",
@@ -273,3 +278,9 @@ class RunProtocolError(SparkQuarantineError, RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message,), {"code": self.code, "run_id": self.run_id, "table": self.table})
+
+
+class ReportError(SparkQuarantineError, ValueError):
+    """A run report could not be made: a bad argument, a missing table or column, or no plotting library."""
+
+    code = "SQ-G001"

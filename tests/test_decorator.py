@@ -408,7 +408,7 @@ class TestStatsTable:
         assert row.asDict().keys() == {
             "run_id", "product_id", "target_table", "error_table", "input_rows", "output_rows", "error_rows",
             "dropped_rows", "rule_failures", "status", "started_at", "finished_at", "duration_seconds",
-            "spark_version", "library_version", "dataset_rule_results",
+            "spark_version", "library_version", "dataset_rule_results", "recycled_rows",
         }  # fmt: skip
         assert (row["run_id"], row["product_id"], row["target_table"], row["error_table"]) == (
             run.run_id,
@@ -421,6 +421,7 @@ class TestStatsTable:
         assert row["status"] == "passed" and row["finished_at"] >= row["started_at"]
         assert row["spark_version"] == spark.version and row["library_version"]
         assert row["dataset_rule_results"] == []  # no agg_dq / query_dq rule ran
+        assert row["recycled_rows"] == 0  # not a DLQ run
         assert stats in run.tables_written
         assert dict(spark.read.table(stats).dtypes)["rule_failures"] == "map<string,bigint>"
 

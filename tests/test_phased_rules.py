@@ -323,7 +323,7 @@ class TestStatsTable:
         """A stats table written before dataset_rule_results existed takes the new rows unchanged."""
         from spark_quarantine.sinks.stats import STATS_SCHEMA
 
-        older = [f for f in STATS_SCHEMA.fields if f.name != "dataset_rule_results"]
+        older = [f for f in STATS_SCHEMA.fields if f.name not in ("dataset_rule_results", "recycled_rows")]
         spark.createDataFrame([], ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in older)).write.format(
             "delta"
         ).saveAsTable(f"{table}_stats")
@@ -331,6 +331,7 @@ class TestStatsTable:
         run()
         (row,) = stats(spark, table)
         assert row["dataset_rule_results"][0]["passed"] is True
+        assert row["recycled_rows"] == 0
 
 
 class TestInMemory:

@@ -58,6 +58,8 @@ STATS_SCHEMA = StructType(
             ),
             True,
         ),
+        # DLQ mode: fixed rows taken back from the dead-letter queue and written to the target (0 otherwise).
+        StructField("recycled_rows", LongType(), True),
     ]
 )
 
@@ -83,6 +85,7 @@ def write_stats(
         spark.version or pyspark.__version__,
         __version__,
         [(r.rule, r.rule_type, r.phase, r.passed, r.action) for r in result.dataset_rule_results],
+        result.recycled_rows,
     )
     # mergeSchema: a stats table written before a column was added gains it instead of refusing the row.
     merged = {"mergeSchema": "true", **(options or {})}

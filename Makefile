@@ -11,7 +11,7 @@ SOURCES := setup.cfg pyproject.toml .ci/pairs/oldest.txt
 
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test matrix reliability lint format docs bench bench-quick clean
+.PHONY: help demo report-screenshot test matrix reliability lint format docs bench bench-quick clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,19 +22,29 @@ $(RUNTIME_STAMP): $(SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "Installing spark_quarantine with pyspark and delta-spark into $(VENV) (pyspark is ~400 MB the first time) ..."
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --progress-bar on -e '.[local]' $(PAIR)
+	$(PY) -m pip install --progress-bar on -e '.[local,report]' $(PAIR)
 	touch $(RUNTIME_STAMP)
 
 # Everything make test, lint and docs need, on top of the runtime.
 $(STAMP): $(RUNTIME_STAMP)
 	@echo "Installing the test and lint tools into $(VENV) ..."
-	$(PY) -m pip install --progress-bar on -e '.[local,connect,dev]' $(PAIR)
+	$(PY) -m pip install --progress-bar on -e '.[local,report,connect,dev]' $(PAIR)
 	touch $(STAMP)
 
-demo: $(RUNTIME_STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse.
-	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse
+demo: $(RUNTIME_STAMP) ## Run the demo pipeline on an embedded local Spark + Delta warehouse; ends with its report.
+	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse --report .demo-warehouse/report.html
 
-test: $(STAMP) ## Run the whole test suite on real Spark + Delta, then the Spark Connect suites.
+report-screenshot: $(STAMP) $(CHROMIUM) ## Regenerate docs/_static/report.png: the demo's report in headless Chromium.
+	$(PY) -m spark_quarantine._demo --warehouse .demo-warehouse --report .demo-warehouse/report.html
+	$(PY) -m tests.browser .demo-warehouse/report.html docs/_static/report.png
+
+# The report's browser tests use Debian's Chromium; installed once when the machine lacks it.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	@echo "Installing Debian's chromium for the report's browser tests ..."
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
+
+test: $(STAMP) $(CHROMIUM) ## Run the whole test suite on real Spark + Delta, then the Spark Connect suites.
 	$(PY) -m pytest
 	SQ_CONNECT=1 $(PY) -m pytest tests/connect
 	SQ_CONNECT=serverless $(PY) -m pytest tests/connect

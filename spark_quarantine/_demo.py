@@ -23,6 +23,14 @@ DATABASE = "demo"
 DEMO_RULES = Path(__file__).with_name("demo_rules")
 
 
+#: The demo's settings: a drop threshold the report draws, and email (PII) kept out of sample rows.
+USER_CONF = {
+    "spark.quarantine.rules.params": {"max_amount": 100_000},
+    "spark.quarantine.notifications.error.drop.threshold": 5.0,
+    "spark.quarantine.notifications.sample.exclude_columns": ["email"],
+}
+
+
 def make_orders(spark: SparkSession, rows: int) -> DataFrame:
     """Orders with defects at known rates (every n-th id), the same on every run."""
     i = F.col("id")
@@ -77,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "--rules", default=str(DEMO_RULES), help="rule file or folder (default: the packaged demo rules)"
     )
     parser.add_argument("--rows", type=int, default=200_000, help="orders to generate")
+    parser.add_argument("--report", help="write the run report (HTML) to this file at the end")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -94,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         write_to_table=True,
         product_id="demo_orders",
         stats_table=f"{DATABASE}.dq_stats",
-        user_conf={"spark.quarantine.rules.params": {"max_amount": 100_000}},
+        user_conf=USER_CONF,
     )
     def orders() -> DataFrame:
         return spark.read.table(f"{DATABASE}.raw_orders").withColumn("ingested_at", F.current_timestamp())
@@ -108,6 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     result = orders.last_run
     assert result is not None
     _print_summary(result, time.monotonic() - started, target)
+    if args.report:
+        from spark_quarantine.report import report
+
+        written = report(
+            f"{DATABASE}.dq_stats",
+            args.report,
+            spark=spark,
+            product_id="demo_orders",
+            error_table=result.error_table,
+            user_conf=USER_CONF,
+        )
+        print(f"Run report (open it in a browser): {written}")
     spark.stop()
     return 0
 

@@ -174,3 +174,28 @@ class RunResult:
         if self.started_at is None or self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+    def _repr_html_(self) -> str:
+        """The notebook view (Jupyter, Databricks): the counts and a bar chart of the failing rows per rule."""
+        from spark_quarantine.report.summary import summary_chart, summary_html
+        from spark_quarantine.tokens import redact
+
+        chart = summary_chart(self.rule_failures, fmt="svg")
+        counts: dict[str, int | None] = {
+            "input rows": self.input_rows,
+            "output rows": self.output_rows,
+            "dropped rows": self.dropped_rows,
+            "error rows": self.error_rows,
+        }
+        if self.recycled_rows:
+            counts["recycled rows"] = self.recycled_rows
+        where = f" → {self.target_table}" if self.target_table else ""
+        return redact(
+            summary_html(
+                title=f"spark_quarantine run {self.run_id}{where}",
+                status=self.status,
+                counts=counts,
+                rule_failures=self.rule_failures,
+                chart=chart if isinstance(chart, str) else None,
+            )
+        )

@@ -371,8 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = []
 
 from spark_quarantine.cli.dlq import register as _register_dlq  # noqa: E402 - registers after the list exists
+from spark_quarantine.cli.report import register as _register_report  # noqa: E402
 
 _EXTRA_COMMANDS.append(_register_dlq)
+_EXTRA_COMMANDS.append(_register_report)
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:

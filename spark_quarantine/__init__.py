@@ -38,6 +38,7 @@ from spark_quarantine.errors import (  # noqa: E402
     NotificationError,
     Problem,
     QuarantineFailure,
+    ReportError,
     RuleValidationError,
     RunProtocolError,
     RunsFailedError,
@@ -48,6 +49,7 @@ from spark_quarantine.errors import (  # noqa: E402
 )
 from spark_quarantine.in_memory import apply_checks, apply_checks_and_split  # noqa: E402
 from spark_quarantine.loading import load_rules  # noqa: E402
+from spark_quarantine.reporting import report  # noqa: E402
 from spark_quarantine.result import DatasetRuleResult, RunResult  # noqa: E402
 from spark_quarantine.rules import Action, Priority, Rule  # noqa: E402
 from spark_quarantine.run.protocol import close_unfinished_run  # noqa: E402
@@ -69,6 +71,7 @@ __all__ = [
     "Priority",
     "Problem",
     "QuarantineFailure",
+    "ReportError",
     "Rule",
     "RuleBreach",
     "RuleValidationError",
@@ -95,5 +98,6 @@ __all__ = [
     "parse_notification_conf",
     "register_check",
     "register_notifier",
+    "report",
     "with_quarantine",
 ]

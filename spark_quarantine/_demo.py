@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     assert result is not None
     _print_summary(result, time.monotonic() - started, target)
     if args.report:
-        from spark_quarantine.report import report
+        from spark_quarantine.reporting import report
 
         written = report(
             f"{DATABASE}.dq_stats",

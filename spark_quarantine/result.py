@@ -177,7 +177,7 @@ class RunResult:
 
     def _repr_html_(self) -> str:
         """The notebook view (Jupyter, Databricks): the counts and a bar chart of the failing rows per rule."""
-        from spark_quarantine.report.summary import summary_chart, summary_html
+        from spark_quarantine.reporting.summary import summary_chart, summary_html
         from spark_quarantine.tokens import redact
 
         chart = summary_chart(self.rule_failures, fmt="svg")

@@ -18,7 +18,7 @@ __all__ = ["register"]
 def cmd_report(args: argparse.Namespace, out: IO[str]) -> int:
     from spark_quarantine.cli._common import _spark, _UsageError
     from spark_quarantine.errors import ReportError
-    from spark_quarantine.report import report
+    from spark_quarantine.reporting import report
 
     user_conf: dict[str, Any] | None = None
     if args.conf:

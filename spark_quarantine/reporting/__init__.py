@@ -75,8 +75,8 @@ def report(
     is a :class:`~spark_quarantine.ConfigError` as in the decorator.
     """
     from spark_quarantine.config.settings import parse_user_conf
-    from spark_quarantine.report import _charts
-    from spark_quarantine.report._data import (
+    from spark_quarantine.reporting import _charts
+    from spark_quarantine.reporting._data import (
         ReportData,
         as_instant,
         describe_period,
@@ -85,7 +85,7 @@ def report(
         read_error_sample,
         read_runs,
     )
-    from spark_quarantine.report._page import render_page
+    from spark_quarantine.reporting._page import render_page
 
     stats = _optional_text(stats_table, "stats_table")
     if stats is None:

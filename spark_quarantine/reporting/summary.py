@@ -25,7 +25,7 @@ def _failing(rule_failures: Mapping[str, int]) -> list[str]:
 
 def summary_chart(rule_failures: Mapping[str, int], *, fmt: str = "svg") -> str | bytes | None:
     """The per-rule bar chart (``summary-bar-<n>`` marks), or None when no rule failed or matplotlib is missing."""
-    from spark_quarantine.report import _charts
+    from spark_quarantine.reporting import _charts
 
     rules = _failing(rule_failures)
     if not rules:

@@ -212,10 +212,9 @@ def read_runs(
             *[c for c in STATS_COLUMNS if c != "started_at"],
             F.unix_micros("started_at").alias("started_at"),
             recycled.alias("recycled_rows"),
-        )
-        .orderBy("started_at", "run_id")
-        .collect()
+        ).collect()  # sorted here, not by Spark: a sort is a shuffle and several jobs for a few thousand rows
     )
+    rows.sort(key=lambda r: (r["started_at"], r["run_id"]))
     return tuple(
         Run(
             run_id=r["run_id"],

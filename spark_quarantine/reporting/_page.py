@@ -14,8 +14,8 @@ from html import escape
 from typing import Any
 
 from spark_quarantine._version import __version__
-from spark_quarantine.report import _charts
-from spark_quarantine.report._data import AGE_BUCKETS, DlqHealth, ReportData, Run, Sample, age_text
+from spark_quarantine.reporting import _charts
+from spark_quarantine.reporting._data import AGE_BUCKETS, DlqHealth, ReportData, Run, Sample, age_text
 
 __all__ = ["MAX_POINTS", "bucketed", "render_page"]
 

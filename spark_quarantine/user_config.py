@@ -161,6 +161,8 @@ EMAIL_SMTP_PASSWORD = _N + "email.smtp.password"
 EMAIL_FROM = _N + "email.from"
 EMAIL_TO = _N + "email.to"
 EMAIL_SUBJECT = _N + "email.subject"
+#: How the run summary (counts and a per-rule chart) goes with each email: inline, attach or off.
+EMAIL_SUMMARY = _N + "email.summary"
 WEBHOOK_ENABLED = _N + "webhook.enabled"
 WEBHOOK_URL = _N + "webhook.url"
 WEBHOOK_SECRET = _N + "webhook.secret"
@@ -362,6 +364,15 @@ KEYS: dict[str, KeySpec] = {
             None,
             "Subject; may use `{title}`, `{kind}`, `{priority}`, `{product_id}`, `{target_table}`, `{run_id}`. "
             "When unset: `[spark_quarantine] {title}`.",
+        ),
+        KeySpec(
+            EMAIL_SUMMARY,
+            "str",
+            "inline",
+            "The run summary (counts, a bar chart of the failing rows per rule, a table of every rule): "
+            "`inline` in the HTML part (the chart as a PNG part, since mail clients do not draw SVG), "
+            "`attach` as a `run-summary.html` attachment, `off` for none. The chart needs matplotlib.",
+            choices=("inline", "attach", "off"),
         ),
         KeySpec(WEBHOOK_ENABLED, "bool", False, "POST the alert's JSON document to a URL."),
         KeySpec(WEBHOOK_URL, "str", None, "URL that receives the JSON document (required when enabled)." + _TOKENS),

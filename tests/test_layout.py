@@ -17,7 +17,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["errors", "problems", "result", "session", "_identifiers", "_logging", "_faults", "_version"], 1),
     **dict.fromkeys(["_text", "_yaml", "_sqlguard", "_plans", "_requirements"], 1),
     **dict.fromkeys(["user_config", "tokens"], 1),
-    **dict.fromkeys(["config", "rules", "alerts"], 2),
+    **dict.fromkeys(["config", "rules", "alerts", "reporting"], 2),
     **dict.fromkeys(["checks", "formats", "loading"], 3),
     **dict.fromkeys(["evaluate", "dataset_checks"], 4),
     "sinks": 5,

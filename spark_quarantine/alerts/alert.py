@@ -187,6 +187,9 @@ class Alert:
     error: str | None = None
     occurred_at: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
     resolves: str | None = None
+    #: Failing rows per rule of the run (every enabled rule, zeros included), for the email's
+    #: run summary; empty when the alert is not about a finished run.
+    rule_failures: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         kind = _choice(self.kind, ALERT_KINDS, "Alert.kind")

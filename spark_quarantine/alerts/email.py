@@ -46,6 +46,8 @@ class EmailSettings:
     user: str | None = None
     password: str | None = field(default=None, repr=False)
     subject: str = DEFAULT_SUBJECT
+    #: The run summary: ``inline`` (in the HTML part), ``attach`` (an HTML attachment) or ``off``.
+    summary: str = "inline"
 
 
 def _one_line(text: str) -> str:
@@ -105,6 +107,22 @@ def _html(alert: Alert) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _summary(alert: Alert, fmt: str | None, chart: str | None = None) -> str:
+    """The run summary of ``alert`` (see ``reporting.summary``); ``fmt`` svg draws its chart inline."""
+    from spark_quarantine.reporting.summary import summary_chart, summary_html
+
+    if fmt == "svg":
+        drawn = summary_chart(alert.rule_failures, fmt="svg")
+        chart = drawn if isinstance(drawn, str) else None
+    return summary_html(
+        title=f"Run {alert.run_id} of {alert.target_table or alert.product_id}",
+        status="failed" if alert.kind == "failure" else "passed",
+        counts={"input rows": alert.input_rows, "output rows": alert.output_rows, "dropped rows": alert.dropped_rows},
+        rule_failures=alert.rule_failures,
+        chart=chart,
+    )
+
+
 def _cell(value: Any) -> str:
     return "NULL" if value is None else str(value)
 
@@ -139,8 +157,30 @@ class EmailNotifier:
         msg["X-Spark-Quarantine-Kind"] = alert.kind
         msg["X-Spark-Quarantine-Dedup-Key"] = alert.dedup_key
         msg.set_content(parts["text"])
-        msg.add_alternative(parts["html"], subtype="html")
+        how = self.settings.summary if alert.rule_failures else "off"
+        if how == "inline":
+            self._inline_summary(msg, alert, parts["html"])
+        else:
+            msg.add_alternative(parts["html"], subtype="html")
+        if how == "attach":
+            page = "<!DOCTYPE html><html><body>" + _summary(alert, "svg") + "</body></html>\n"
+            msg.add_attachment(redact(page), subtype="html", filename="run-summary.html")
         return msg
+
+    @staticmethod
+    def _inline_summary(msg: EmailMessage, alert: Alert, body: str) -> None:
+        """The summary before the closing tags of the HTML part, its chart a related PNG (``cid:``)."""
+        from spark_quarantine.reporting.summary import summary_chart
+
+        png = summary_chart(alert.rule_failures, fmt="png")
+        cid = email.utils.make_msgid(domain="spark-quarantine.invalid")
+        chart = f'<img src="cid:{cid[1:-1]}" alt="Failing rows per rule" width="640">' if png else None
+        summary = redact(_summary(alert, None, chart))
+        with_summary = body.replace("</body></html>", f"<h3>Run summary</h3>{summary}</body></html>")
+        msg.add_alternative(with_summary, subtype="html")
+        html_part = msg.get_body(preferencelist=("html",))
+        if isinstance(png, bytes) and isinstance(html_part, EmailMessage):
+            html_part.add_related(png, maintype="image", subtype="png", cid=cid, filename="rule-failures.png")
 
     def notify(self, alert: Alert) -> None:
         msg = self.message(alert)
@@ -255,7 +295,11 @@ def from_config(config: ChannelConfig) -> EmailNotifier:
     sender = _address(config.key("from"), required("from"))
     recipients: Sequence[str] = required("to")
     subject = option(config, "subject")
+    summary = option(config, "summary")
+    if summary not in ("inline", "attach", "off"):
+        raise setting_error(config.key("summary"), f"must be one of inline, attach, off; found {summary!r}")
     settings = EmailSettings(
+        summary=summary,
         host=host,
         port=port,
         starttls=starttls,

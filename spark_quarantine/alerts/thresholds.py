@@ -92,6 +92,7 @@ def run_alerts(
         "drop_percentage": round(percent(result.dropped_rows, result.input_rows), 4),
         "quarantine_location": quarantine_location,
         "rule_set": rule_set_id(rules),
+        "rule_failures": dict(result.rule_failures),
     }
     min_priority = settings.min_priority
     alerts: list[Alert] = []

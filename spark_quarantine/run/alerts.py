@@ -133,6 +133,7 @@ class RunAlerter:
             rule_set=self.rule_set,
             error=redact(f"{type(error).__name__}: {error}")[:2000],
             priority="high",
+            rule_failures=dict(result.rule_failures) if result else {},
         )
         if fail_rules:
             alert = self._with_samples(alert, samples)

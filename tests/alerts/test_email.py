@@ -109,3 +109,44 @@ class TestFailures:
         """A closed port fails the channel after the retries."""
         with pytest.raises(NotificationError, match="connection failed"):
             parse_notification_conf(email_conf(free_port(), **{"max.retries": 1})).dispatch(golden_alert())
+
+
+class TestRunSummary:
+    """The run summary (counts, a bar per failing rule, every rule's table) goes with an alert about a run."""
+
+    FAILURES = {"amount_positive": 120, "id_present": 7, "name_short": 0}
+
+    def _send(self, smtp_server: SmtpServer, **extra: Any) -> Any:
+        from dataclasses import replace
+
+        alert = replace(golden_alert(), rule_failures=self.FAILURES)
+        parse_notification_conf(email_conf(smtp_server.port, **extra)).dispatch(alert)
+        (received,) = smtp_server.recorder.messages
+        return received.message
+
+    def test_inline_is_the_default_with_the_chart_as_a_related_png(self, smtp_server: SmtpServer) -> None:
+        message = self._send(smtp_server)
+        html = message.get_body(preferencelist=("html",))
+        markup = html.get_content()
+        assert "Run summary" in markup and 'data-value="120"' in markup and "name_short" in markup
+        (image,) = [p for p in message.walk() if p.get_content_type() == "image/png"]
+        assert f'src="cid:{image["Content-ID"][1:-1]}"' in markup
+        assert image.get_content()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    def test_attach_sends_the_summary_as_an_html_file_with_an_svg_chart(self, smtp_server: SmtpServer) -> None:
+        message = self._send(smtp_server, **{"email.summary": "attach"})
+        (attached,) = list(message.iter_attachments())
+        assert attached.get_filename() == "run-summary.html"
+        page = attached.get_content()
+        assert 'id="summary-bar-0"' in page and 'id="summary-bar-1"' in page and "summary-bar-2" not in page
+        assert "Run summary" not in message.get_body(preferencelist=("html",)).get_content()
+
+    def test_off_sends_none(self, smtp_server: SmtpServer) -> None:
+        message = self._send(smtp_server, **{"email.summary": "off"})
+        assert "Run summary" not in message.get_body(preferencelist=("html",)).get_content()
+        assert not [p for p in message.walk() if p.get_content_type() == "image/png"]
+
+    def test_another_value_is_refused(self) -> None:
+        with pytest.raises(Exception, match="email.summary") as info:
+            parse_notification_conf(email_conf(2525, **{"email.summary": "pdf"}))
+        assert getattr(info.value, "code", "").startswith("SQ-")

@@ -22,6 +22,8 @@ def test_the_demo_quarantines_known_defects_and_prints_a_summary(tmp_path: Path)
             str(tmp_path / "wh"),
             "--rows",
             "5000",
+            "--report",
+            str(tmp_path / "report.html"),
         ],
         capture_output=True,
         text=True,
@@ -35,4 +37,8 @@ def test_the_demo_quarantines_known_defects_and_prints_a_summary(tmp_path: Path)
     for rule in ("order_id_present", "amount_positive", "known_status", "email_looks_valid"):
         assert rule in out
     assert "demo.orders_error" in out and "demo.dq_stats" in out
+    # make demo ends by writing the report and printing its path; the PII column stays out of it.
+    assert f"Run report (open it in a browser): {tmp_path / 'report.html'}" in out
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'id="runs-table"' in page and 'id="sample-table"' in page and "@example.com" not in page
     assert not (tmp_path / "derby.log").exists() and not (tmp_path / "metastore_db").exists()

@@ -90,6 +90,10 @@ def line_chart(
     if threshold is not None:
         rule = axes.axhline(threshold, color="#D55E00", linestyle="--", linewidth=1, label=f"threshold {threshold:g}%")
         rule.set_gid(f"{chart}-threshold")
+    if len(set(x)) == 1:  # one point: an hour either side, not matplotlib's default span of years
+        from datetime import timedelta
+
+        axes.set_xlim(x[0] - timedelta(hours=1), x[0] + timedelta(hours=1))
     axes.set_ylabel(ylabel)
     axes.grid(True, alpha=0.3)
     if series or threshold is not None:
